@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what softrdma needs to build and test on Debian 12, if missing.
+# Idempotent: does nothing when everything is present.
+set -euo pipefail
+
+pkgs=(
+  build-essential cmake clang libclang-rt-14-dev python3  # build, sanitizers, libFuzzer
+  tshark                                                  # RoCEv2 dissection in tests
+  libibverbs-dev ibverbs-utils perftest                   # verbs ABI header, conformance clients
+  iproute2                                                # network namespaces for two-host tests
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "softrdma: installing ${missing[*]}" >&2
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

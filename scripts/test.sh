@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what is missing, then builds and runs ctest
+# twice: a -Werror build (build/), and a clang ASan+UBSan build with the
+# libFuzzer harnesses, each fuzzed for a bounded time (build-asan/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+
+jobs=$(nproc)
+echo "== build (gcc, -Werror) =="
+cmake -S . -B build -DSR_WERROR=ON >/dev/null
+cmake --build build -j"$jobs"
+ctest --test-dir build --output-on-failure -j"$jobs" -LE fuzz
+
+echo "== build-asan (clang, ASan+UBSan, libFuzzer) =="
+CC=clang cmake -S . -B build-asan -DSR_WERROR=ON -DSR_SANITIZE=ON -DSR_FUZZ=ON \
+  -DSR_FUZZ_SECONDS="${SR_FUZZ_SECONDS:-60}" >/dev/null
+cmake --build build-asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$jobs"

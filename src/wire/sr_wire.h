@@ -1,0 +1,308 @@
+/* sr_wire.h: the RoCEv2 wire codec (IBTA Vol 1 ch. 9 transport headers,
+ * Annex A17 RoCEv2 encapsulation). Pure: no I/O, no allocation, no globals
+ * but constant tables.
+ *
+ * Ownership: decode never copies; sr_pkt.payload points into the caller's
+ * buffer and is valid as long as that buffer is. Encode writes only into the
+ * caller-owned buffer it is given and never past its capacity.
+ *
+ * Packet layout handled here ("transport packet"):
+ *     BTH | extension headers per opcode | payload | pad (0..3) | ICRC (4)
+ * The IP/UDP encapsulation and the ICRC are handled by sr_icrc_* and
+ * sr_l3_* below.
+ */
+#ifndef SR_WIRE_H
+#define SR_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sr_err.h"
+
+/* ---- sizes ---- */
+enum {
+    SR_BTH_LEN = 12,
+    SR_RETH_LEN = 16,
+    SR_AETH_LEN = 4,
+    SR_ATOMIC_ETH_LEN = 28,
+    SR_ATOMIC_ACK_ETH_LEN = 8,
+    SR_IMMDT_LEN = 4,
+    SR_IETH_LEN = 4,
+    SR_DETH_LEN = 8,
+    SR_CNP_PAD_LEN = 16, /* RoCEv2 CNP: 16 reserved bytes after the BTH */
+    SR_ICRC_LEN = 4,
+    SR_GRH_LEN = 40,
+    SR_ROCE_UDP_PORT = 4791,
+    SR_MAX_HDR_LEN = SR_BTH_LEN + SR_ATOMIC_ETH_LEN, /* largest header stack */
+    SR_MIN_PMTU = 256,
+    SR_MAX_PMTU = 4096,
+};
+
+/* ---- opcodes (IBTA Vol 1 Table 38; RoCEv2 CNP per Annex A17) ---- */
+enum sr_opcode {
+    SR_OP_RC = 0x00,
+    SR_OP_UC = 0x20,
+    SR_OP_UD = 0x60,
+
+    /* low 5 bits, shared by RC/UC/UD */
+    SR_OP_SEND_FIRST = 0x00,
+    SR_OP_SEND_MIDDLE = 0x01,
+    SR_OP_SEND_LAST = 0x02,
+    SR_OP_SEND_LAST_IMM = 0x03,
+    SR_OP_SEND_ONLY = 0x04,
+    SR_OP_SEND_ONLY_IMM = 0x05,
+    SR_OP_WRITE_FIRST = 0x06,
+    SR_OP_WRITE_MIDDLE = 0x07,
+    SR_OP_WRITE_LAST = 0x08,
+    SR_OP_WRITE_LAST_IMM = 0x09,
+    SR_OP_WRITE_ONLY = 0x0a,
+    SR_OP_WRITE_ONLY_IMM = 0x0b,
+    SR_OP_READ_REQ = 0x0c,
+    SR_OP_READ_RESP_FIRST = 0x0d,
+    SR_OP_READ_RESP_MIDDLE = 0x0e,
+    SR_OP_READ_RESP_LAST = 0x0f,
+    SR_OP_READ_RESP_ONLY = 0x10,
+    SR_OP_ACK = 0x11,
+    SR_OP_ATOMIC_ACK = 0x12,
+    SR_OP_CMP_SWAP = 0x13,
+    SR_OP_FETCH_ADD = 0x14,
+    SR_OP_SEND_LAST_INV = 0x16,
+    SR_OP_SEND_ONLY_INV = 0x17,
+
+    SR_OP_CNP = 0x81,
+};
+
+#define SR_OPCODE_TRANSPORT(op) ((op)&0xe0)
+#define SR_OPCODE_OP(op)        ((op)&0x1f)
+
+/* Which headers an opcode carries (bit set in sr_opcode_info.hdrs and
+ * sr_pkt.hdrs). The index is also the slot in sr_opcode_info.off[]. */
+enum sr_hdr_idx {
+    SR_HDR_RETH,
+    SR_HDR_AETH,
+    SR_HDR_ATOMIC_ETH,
+    SR_HDR_ATOMIC_ACK_ETH,
+    SR_HDR_IMMDT,
+    SR_HDR_IETH,
+    SR_HDR_DETH,
+    SR_HDR_CNP_PAD,
+    SR_HDR_NUM,
+};
+#define SR_HDR_BIT(idx) (1u << (idx))
+
+/* Opcode class flags. */
+enum sr_op_flag {
+    SR_OPF_PAYLOAD = 1u << 0,   /* may carry a payload */
+    SR_OPF_FIRST = 1u << 1,     /* first packet of a multi-packet message */
+    SR_OPF_MIDDLE = 1u << 2,    /* middle packet */
+    SR_OPF_LAST = 1u << 3,      /* last packet */
+    SR_OPF_ONLY = 1u << 4,      /* single-packet message */
+    SR_OPF_SEND = 1u << 5,      /* SEND family (consumes a receive WQE) */
+    SR_OPF_WRITE = 1u << 6,     /* RDMA WRITE family */
+    SR_OPF_READ_REQ = 1u << 7,  /* RDMA READ request */
+    SR_OPF_ATOMIC = 1u << 8,    /* atomic request */
+    SR_OPF_REQUEST = 1u << 9,   /* sent by a requester */
+    SR_OPF_RESPONSE = 1u << 10, /* sent by a responder (ACK, READ RESP, ATOMIC ACK) */
+    SR_OPF_READ_RESP = 1u << 11,
+    SR_OPF_IMM = 1u << 12,     /* carries ImmDt */
+    SR_OPF_INV = 1u << 13,     /* carries IETH (send with invalidate) */
+    SR_OPF_SOLICIT = 1u << 14, /* SE bit is meaningful (last/only send, write w/ imm) */
+    SR_OPF_CNP = 1u << 15,
+};
+
+struct sr_opcode_info {
+    const char *name;        /* "RC_SEND_FIRST" ... ; NULL for an unknown opcode */
+    uint32_t hdrs;           /* SR_HDR_BIT() set of extension headers */
+    uint32_t flags;          /* SR_OPF_* */
+    uint8_t hdr_len;         /* BTH + all extension headers */
+    uint8_t off[SR_HDR_NUM]; /* offset of each present header from BTH start */
+};
+
+/* Table lookup; NULL when the opcode is not one softrdma knows. */
+const struct sr_opcode_info *sr_opcode_info(uint8_t opcode);
+/* Name for traces; "UNKNOWN" for an unknown opcode. */
+const char *sr_opcode_name(uint8_t opcode);
+
+/* ---- decoded header structs (host byte order) ---- */
+struct sr_bth {
+    uint8_t opcode;
+    bool se;         /* solicited event */
+    bool migreq;     /* M bit */
+    uint8_t pad_cnt; /* filled by decode; encode derives it from payload_len */
+    uint8_t tver;    /* must be 0 */
+    uint16_t pkey;
+    bool fecn, becn;  /* RoCEv2 uses the BTH reserved byte's top bits */
+    uint32_t dest_qp; /* 24 bits */
+    bool ack_req;
+    uint32_t psn; /* 24 bits */
+};
+
+struct sr_reth {
+    uint64_t va;
+    uint32_t rkey;
+    uint32_t dma_len;
+};
+
+/* AETH syndrome (IBTA Vol 1 9.7.5.1, Table 43). Bits 6:5 select the type. */
+enum sr_aeth_type {
+    SR_AETH_ACK = 0x00,     /* 000ccccc: credit count */
+    SR_AETH_RNR_NAK = 0x20, /* 001ttttt: RNR timer */
+    SR_AETH_NAK = 0x60,     /* 011nnnnn: NAK code */
+};
+enum sr_nak_code {
+    SR_NAK_PSN_SEQ = 0,
+    SR_NAK_INVALID_REQ = 1,
+    SR_NAK_REMOTE_ACCESS = 2,
+    SR_NAK_REMOTE_OP = 3,
+    SR_NAK_INVALID_RD_REQ = 4,
+};
+#define SR_AETH_TYPE(syn)       ((syn)&0x60)
+#define SR_AETH_VALUE(syn)      ((syn)&0x1f)
+#define SR_AETH_NO_CREDIT_LIMIT 0x1f /* credit field 11111: no end-to-end flow control */
+
+struct sr_aeth {
+    uint8_t syndrome;
+    uint32_t msn; /* 24 bits */
+};
+
+struct sr_atomic_eth {
+    uint64_t va;
+    uint32_t rkey;
+    uint64_t swap_add; /* swap data (CMP_SWAP) or add data (FETCH_ADD) */
+    uint64_t compare;
+};
+
+struct sr_deth {
+    uint32_t qkey;
+    uint32_t src_qp; /* 24 bits */
+};
+
+/* One transport packet. Only the headers named in hdrs are meaningful. */
+struct sr_pkt {
+    struct sr_bth bth;
+    uint32_t hdrs;
+    struct sr_reth reth;
+    struct sr_aeth aeth;
+    struct sr_atomic_eth atomic;
+    uint64_t atomic_orig; /* AtomicAckETH: original remote data */
+    uint32_t imm;         /* ImmDt, as the 32-bit big-endian value on the wire */
+    uint32_t ieth_rkey;   /* IETH: R_Key to invalidate */
+    struct sr_deth deth;
+    const uint8_t *payload; /* decode: points into the buffer; encode: source */
+    uint32_t payload_len;   /* payload bytes, pad excluded */
+};
+
+/* Decode a transport packet: buf starts at the BTH, len runs through the
+ * ICRC (which is not checked here; see sr_icrc_verify). pmtu (256..4096)
+ * bounds the payload; pass 0 to skip the PMTU checks.
+ *
+ * Returns the header length (BTH + extension headers) or a negative
+ * SR_ERR_WIRE_*. Header checks come first; the two length checks
+ * (SR_ERR_WIRE_MTU, SR_ERR_WIRE_SEGMENT) come last and leave *pkt fully
+ * decoded, so a responder can answer them with NAK Invalid Request. */
+int sr_wire_decode(const uint8_t *buf, size_t len, uint32_t pmtu, struct sr_pkt *pkt);
+
+/* Encode the BTH and the opcode's extension headers only (zero-copy senders
+ * append payload, sr_wire_pad_len() zero bytes and the ICRC themselves).
+ * pad_cnt is derived from payload_len. Returns the header length or
+ * SR_ERR_WIRE_OPCODE / SR_ERR_NOSPACE / SR_ERR_RANGE (a 24-bit field
+ * overflows, or payload on an opcode without one). */
+int sr_wire_encode_hdr(const struct sr_pkt *pkt, uint8_t *buf, size_t cap);
+
+/* Encode a whole transport packet: headers, a copy of payload, zero pad and a
+ * zeroed 4-byte ICRC slot (fill it with sr_icrc_fill once the IP/UDP headers
+ * are in front). Returns the total length or a negative SR_ERR_*. */
+int sr_wire_encode(const struct sr_pkt *pkt, uint8_t *buf, size_t cap);
+
+static inline uint32_t sr_wire_pad_len(uint32_t payload_len)
+{
+    return (0u - payload_len) & 3u;
+}
+
+/* Total transport-packet length for an opcode and payload (headers, payload,
+ * pad, ICRC), or 0 for an unknown opcode. */
+size_t sr_wire_pkt_len(uint8_t opcode, uint32_t payload_len);
+
+/* ---- PSN arithmetic, modulo 2^24 ---- */
+#define SR_PSN_MASK 0xffffffu
+
+/* The one PSN helper: signed distance a - b in the 24-bit circle, in
+ * [-2^23, 2^23). Every PSN comparison goes through it. */
+static inline int32_t sr_psn_diff(uint32_t a, uint32_t b)
+{
+    uint32_t d = (a - b) & SR_PSN_MASK;
+    return d & 0x800000u ? (int32_t)d - 0x1000000 : (int32_t)d;
+}
+static inline uint32_t sr_psn_add(uint32_t psn, uint32_t n)
+{
+    return (psn + n) & SR_PSN_MASK;
+}
+static inline bool sr_psn_lt(uint32_t a, uint32_t b)
+{
+    return sr_psn_diff(a, b) < 0;
+}
+static inline bool sr_psn_le(uint32_t a, uint32_t b)
+{
+    return sr_psn_diff(a, b) <= 0;
+}
+
+/* ---- ICRC (IBTA Vol 1 Annex A17.3.3) ----
+ * CRC-32 (IEEE 802.3 polynomial) over: 8 bytes of 0xFF standing for the
+ * absent LRH, the IP header with its variant fields set to all ones (IPv4:
+ * TOS, TTL, header checksum; IPv6: traffic class, flow label, hop limit),
+ * the UDP header with its checksum set to all ones, the BTH with its
+ * reserved/FECN/BECN byte set to all ones, then the rest of the packet up to
+ * the ICRC. The result is stored least-significant byte first.
+ *
+ * `ip` points at the IPv4 or IPv6 header (version from the first nibble);
+ * `len` runs through the ICRC. IPv4 options and IPv6 extension headers are
+ * not RoCEv2 and are rejected with SR_ERR_WIRE_L3. */
+int sr_icrc_compute(const uint8_t *ip, size_t len, uint32_t *icrc);
+int sr_icrc_fill(uint8_t *ip, size_t len);
+/* 0 when the ICRC matches, SR_ERR_WIRE_ICRC when not, other SR_ERR_* when the
+ * encapsulation is malformed. */
+int sr_icrc_verify(const uint8_t *ip, size_t len);
+
+/* Incremental form for senders that scatter the payload: start over the
+ * IP+UDP+transport headers (hdr_len bytes from ip), add payload and pad
+ * pieces, then finish. */
+struct sr_icrc_ctx {
+    uint32_t crc;
+};
+int sr_icrc_begin(struct sr_icrc_ctx *c, const uint8_t *ip, size_t hdr_len);
+void sr_icrc_update(struct sr_icrc_ctx *c, const void *data, size_t len);
+uint32_t sr_icrc_final(const struct sr_icrc_ctx *c);
+
+/* Plain CRC-32 (IEEE, reflected, as zlib's crc32): crc = sr_crc32(0, p, n). */
+uint32_t sr_crc32(uint32_t crc, const void *data, size_t len);
+
+/* ---- IP/UDP encapsulation (headers built into caller buffers) ---- */
+struct sr_l3_addr {
+    bool ipv6;
+    uint8_t src[16]; /* IPv4 uses the first 4 bytes */
+    uint8_t dst[16];
+    uint16_t src_port; /* UDP source port (flow entropy); dst is 4791 */
+    uint8_t tos;       /* IPv4 TOS / IPv6 traffic class (DSCP + ECN) */
+    uint8_t ttl;       /* TTL / hop limit */
+    uint16_t ip_id;    /* IPv4 identification */
+    uint32_t flow_label;
+};
+
+enum {
+    SR_IPV4_HDR_LEN = 20,
+    SR_IPV6_HDR_LEN = 40,
+    SR_UDP_HDR_LEN = 8,
+};
+
+/* Write IP + UDP headers for a UDP payload of udp_payload_len bytes (the
+ * transport packet, ICRC included). IPv4 gets DF and a valid header
+ * checksum; the UDP checksum is left 0 here (set it with sr_l3_udp_csum once
+ * the payload is in place). Returns the header length written. */
+int sr_l3_encode(const struct sr_l3_addr *a, size_t udp_payload_len, uint8_t *buf, size_t cap);
+/* Compute and store the UDP checksum of a complete IP packet. */
+int sr_l3_udp_csum(uint8_t *ip, size_t len);
+/* Internet checksum helper (RFC 1071), folded and complemented. */
+uint16_t sr_inet_csum(const void *data, size_t len, uint32_t sum);
+
+#endif
