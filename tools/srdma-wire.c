@@ -74,7 +74,7 @@ static void sample_pkt(struct sr_pkt *p, const struct sr_opcode_info *info, uint
     p->bth.becn = op == SR_OP_CNP;
     p->reth = (struct sr_reth){.va = 0x00007f0000001000ull + i * 0x1000u,
                                .rkey = 0x1000 + i,
-                               .dma_len = (info->flags & SR_OPF_READ_REQ) ? 8192 : 300 + i};
+                               .dma_len = 8192};
     p->aeth = (struct sr_aeth){.syndrome = 0x1f, .msn = 0x000200 + i};
     if (op == (SR_OP_RC | SR_OP_ACK) && (i & 1))
         p->aeth.syndrome = SR_AETH_NAK | SR_NAK_PSN_SEQ;
@@ -91,6 +91,8 @@ static void sample_pkt(struct sr_pkt *p, const struct sr_opcode_info *info, uint
         p->payload = payload;
         p->payload_len = (info->flags & (SR_OPF_FIRST | SR_OPF_MIDDLE)) ? SAMPLE_PMTU : 1 + i % 37;
     }
+    if (info->flags & SR_OPF_ONLY) /* a single-packet WRITE moves exactly its payload */
+        p->reth.dma_len = p->payload_len;
 }
 
 /* One line per packet: the fields as encoded, as "name=value" pairs with the
