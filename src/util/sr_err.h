@@ -14,6 +14,9 @@ enum sr_err {
     SR_ERR_INVAL = -2,   /* invalid argument */
     SR_ERR_NOSPACE = -3, /* caller's buffer too small */
     SR_ERR_RANGE = -4,   /* value out of the allowed range */
+    SR_ERR_BUSY = -5,    /* object still in use */
+    SR_ERR_NOTSUP = -6,  /* operation not supported */
+    SR_ERR_LIMIT = -7,   /* a configured resource limit is reached */
 
     /* Wire codec: every malformed-input class has its own code. */
     SR_ERR_WIRE_SHORT = -100,   /* buffer shorter than the headers it must hold */

@@ -1,0 +1,361 @@
+/* comp.c: the completer. Consumes ACKs, NAKs, READ responses and ATOMIC
+ * acknowledgements; completes WQEs in order; runs the transport timer
+ * (4.096 us * 2^timeout, retry_cnt) and the RNR timer (rnr_retry, 7 =
+ * infinite); orders go-back-N rewinds (IBA 9.7.5.2, 9.9.2).
+ *
+ * comp.psn is the oldest PSN not yet acknowledged: everything before it is
+ * done. Responses outside [comp.psn, req.max_sent) are stale or forged and
+ * are dropped. */
+#include "engine_int.h"
+
+static bool is_rd_atomic(enum sr_wr_opcode op)
+{
+    return op == SR_WR_RDMA_READ || op == SR_WR_ATOMIC_CMP_AND_SWP ||
+           op == SR_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+uint64_t sr_qp_deadline(const struct sr_qp *qp)
+{
+    if (qp->req.rnr_wait)
+        return qp->req.rnr_until;
+    return qp->comp.deadline;
+}
+
+static bool outstanding(const struct sr_qp *qp)
+{
+    return qp->comp.psn != qp->req.max_sent || qp->req.rd_atomic;
+}
+
+void sr_comp_arm(struct sr_qp *qp, uint64_t now_ns)
+{
+    uint64_t t = sr_timeout_ns(qp->attr.timeout);
+    if (!outstanding(qp) || t == SR_NO_DEADLINE) {
+        qp->comp.deadline = SR_NO_DEADLINE;
+        return;
+    }
+    qp->comp.deadline = now_ns + t;
+    sr_engine_activate(qp->eng, qp);
+}
+
+/* The first WQE that is not done yet; NULL if none. */
+static struct sr_swqe *first_pending(struct sr_qp *qp)
+{
+    for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+        struct sr_swqe *w = sr_sq_at(qp, i);
+        if (w->state != SWQE_DONE)
+            return w;
+    }
+    return NULL;
+}
+
+static struct sr_swqe *wqe_of_psn(struct sr_qp *qp, uint32_t psn)
+{
+    for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+        struct sr_swqe *w = sr_sq_at(qp, i);
+        if (w->state == SWQE_POSTED && w->first_psn == qp->req.next_psn)
+            break;
+        if (!sr_psn_lt(psn, w->first_psn) && sr_psn_lt(psn, sr_psn_add(w->first_psn, w->npkts)))
+            return w;
+    }
+    return NULL;
+}
+
+static void wqe_done(struct sr_qp *qp, struct sr_swqe *w, enum sr_wc_status st)
+{
+    w->status = (uint8_t)st;
+    w->state = SWQE_DONE;
+    if (is_rd_atomic(w->wr.opcode) && qp->req.rd_atomic)
+        qp->req.rd_atomic--;
+}
+
+/* A WQE failed: it completes with st, the QP enters Error and the rest
+ * flushes (IBA 10.8.3.?, 11.6.2). */
+static void fail_wqe(struct sr_qp *qp, struct sr_swqe *w, enum sr_wc_status st)
+{
+    /* Everything before w was acknowledged by the failing response. */
+    for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+        struct sr_swqe *o = sr_sq_at(qp, i);
+        if (o == w)
+            break;
+        if (o->state != SWQE_DONE)
+            wqe_done(qp, o, SR_WC_SUCCESS);
+    }
+    wqe_done(qp, w, st);
+    sr_qp_retire(qp);
+    sr_qp_to_error(qp);
+}
+
+/* Progress made: the retry counters start over (IBA 9.7.6.1.3) and the
+ * timer restarts from now. */
+static void progress(struct sr_qp *qp, uint64_t now_ns)
+{
+    qp->comp.retry_left = qp->attr.retry_cnt;
+    qp->comp.rnr_left = qp->attr.rnr_retry;
+    sr_qp_retire(qp);
+    sr_comp_arm(qp, now_ns);
+}
+
+/* Acknowledge every PSN up to and including psn (coalesced ACK). Stops at a
+ * READ or atomic that has not been answered: an ACK beyond it means its
+ * responses were lost, so it is asked for again. Returns true on progress. */
+static bool ack_through(struct sr_qp *qp, uint32_t psn)
+{
+    bool moved = false;
+    for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+        struct sr_swqe *w = sr_sq_at(qp, i);
+        if (w->state == SWQE_DONE)
+            continue;
+        if (sr_psn_lt(psn, w->first_psn))
+            break;
+        uint32_t end = sr_psn_add(w->first_psn, w->npkts);
+        if (is_rd_atomic(w->wr.opcode)) {
+            if (!qp->comp.read_retry || qp->comp.read_retry_psn != qp->comp.psn) {
+                qp->comp.read_retry = true;
+                qp->comp.read_retry_psn = qp->comp.psn;
+                sr_req_rewind(qp, qp->comp.psn);
+            }
+            break;
+        }
+        if (sr_psn_lt(psn, sr_psn_add(end, -1u & SR_PSN_MASK))) {
+            /* part of a multi-packet message */
+            if (sr_psn_lt(qp->comp.psn, sr_psn_add(psn, 1))) {
+                qp->comp.psn = sr_psn_add(psn, 1);
+                moved = true;
+            }
+            break;
+        }
+        if (w->state != SWQE_SENT)
+            break; /* cannot ack what was not completely sent */
+        wqe_done(qp, w, SR_WC_SUCCESS);
+        qp->comp.psn = end;
+        moved = true;
+    }
+    return moved;
+}
+
+static void handle_read_resp(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns)
+{
+    struct sr_engine *e = qp->eng;
+    uint32_t psn = pkt->bth.psn;
+    struct sr_swqe *w = wqe_of_psn(qp, psn);
+    if (!w || w->wr.opcode != SR_WR_RDMA_READ || w->state == SWQE_DONE) {
+        e->stats.rx_drop_other++;
+        return;
+    }
+    /* A response implicitly acknowledges everything sent before its
+     * request (IBA 9.7.5.1.5). */
+    bool moved = false;
+    if (sr_psn_lt(qp->comp.psn, w->first_psn))
+        moved = ack_through(qp, sr_psn_add(w->first_psn, SR_PSN_MASK));
+    if (psn != qp->comp.psn) {
+        /* Earlier responses of this READ are missing: ask again from the
+         * first missing one, once per gap. */
+        if (sr_psn_lt(qp->comp.psn, psn) && !sr_psn_lt(qp->comp.psn, w->first_psn) &&
+            (!qp->comp.read_retry || qp->comp.read_retry_psn != qp->comp.psn)) {
+            qp->comp.read_retry = true;
+            qp->comp.read_retry_psn = qp->comp.psn;
+            sr_req_rewind(qp, qp->comp.psn);
+            sr_req_run(qp, now_ns);
+        }
+        e->stats.rx_drop_other++;
+        if (moved)
+            progress(qp, now_ns);
+        return;
+    }
+    uint32_t pmtu = sr_qp_pmtu(qp);
+    uint32_t idx = (uint32_t)sr_psn_diff(psn, w->first_psn);
+    uint32_t off = idx * pmtu;
+    uint32_t want = SR_MIN(pmtu, w->total_len - off);
+    uint32_t op = SR_OPCODE_OP(pkt->bth.opcode);
+    uint32_t expect_op = w->npkts == 1         ? SR_OP_READ_RESP_ONLY
+                         : idx == 0            ? SR_OP_READ_RESP_FIRST
+                         : idx == w->npkts - 1 ? SR_OP_READ_RESP_LAST
+                                               : SR_OP_READ_RESP_MIDDLE;
+    /* A re-requested READ is answered from the retry point on, starting
+     * with FIRST (or ONLY for a single remaining packet). */
+    uint32_t restart_op = idx == w->npkts - 1 ? SR_OP_READ_RESP_ONLY : SR_OP_READ_RESP_FIRST;
+    if (op != expect_op && !(idx > 0 && op == restart_op)) {
+        e->stats.rx_drop_other++;
+        return;
+    }
+    if (pkt->payload_len != want) {
+        e->stats.rx_drop_other++;
+        return;
+    }
+    if (!sr_sge_scatter(e, qp->pd, w->wr.sg_list, w->wr.num_sge, off, pkt->payload,
+                        pkt->payload_len)) {
+        fail_wqe(qp, w, SR_WC_LOC_PROT_ERR);
+        return;
+    }
+    qp->comp.psn = sr_psn_add(psn, 1);
+    qp->comp.read_retry = false;
+    if (idx == w->npkts - 1)
+        wqe_done(qp, w, SR_WC_SUCCESS);
+    progress(qp, now_ns);
+    sr_req_run(qp, now_ns);
+}
+
+static void handle_atomic_ack(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns)
+{
+    struct sr_engine *e = qp->eng;
+    uint32_t psn = pkt->bth.psn;
+    struct sr_swqe *w = wqe_of_psn(qp, psn);
+    if (!w ||
+        (w->wr.opcode != SR_WR_ATOMIC_CMP_AND_SWP && w->wr.opcode != SR_WR_ATOMIC_FETCH_AND_ADD) ||
+        w->state == SWQE_DONE) {
+        e->stats.rx_drop_other++;
+        return;
+    }
+    if (sr_psn_lt(qp->comp.psn, w->first_psn))
+        ack_through(qp, sr_psn_add(w->first_psn, SR_PSN_MASK));
+    if (qp->comp.psn != psn) {
+        e->stats.rx_drop_other++;
+        return;
+    }
+    uint8_t orig[8];
+    memcpy(orig, &pkt->atomic_orig, 8); /* host order, as the local buffer holds it */
+    if (!sr_sge_scatter(e, qp->pd, w->wr.sg_list, 1, 0, orig, 8)) {
+        fail_wqe(qp, w, SR_WC_LOC_PROT_ERR);
+        return;
+    }
+    qp->comp.psn = sr_psn_add(psn, 1);
+    qp->comp.read_retry = false;
+    wqe_done(qp, w, SR_WC_SUCCESS);
+    progress(qp, now_ns);
+    sr_req_run(qp, now_ns);
+}
+
+static enum sr_wc_status nak_status(uint8_t code)
+{
+    switch (code) {
+    case SR_NAK_REMOTE_ACCESS:
+        return SR_WC_REM_ACCESS_ERR;
+    case SR_NAK_REMOTE_OP:
+        return SR_WC_REM_OP_ERR;
+    default:
+        return SR_WC_REM_INV_REQ_ERR;
+    }
+}
+
+static void handle_ack(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns)
+{
+    struct sr_engine *e = qp->eng;
+    uint32_t psn = pkt->bth.psn;
+    uint8_t syn = pkt->aeth.syndrome;
+    switch (SR_AETH_TYPE(syn)) {
+    case SR_AETH_ACK:
+        if (ack_through(qp, psn))
+            progress(qp, now_ns);
+        sr_req_run(qp, now_ns);
+        return;
+    case SR_AETH_RNR_NAK: {
+        e->stats.rnr_naks_rcvd++;
+        /* The NAK acknowledges everything before its PSN (IBA 9.7.5.2.8). */
+        ack_through(qp, sr_psn_add(psn, SR_PSN_MASK));
+        sr_qp_retire(qp);
+        struct sr_swqe *w = wqe_of_psn(qp, psn);
+        if (!w)
+            return;
+        if (qp->comp.rnr_left == 0) {
+            fail_wqe(qp, w, SR_WC_RNR_RETRY_EXC_ERR);
+            return;
+        }
+        if (qp->comp.rnr_left != 7) /* 7 = retry forever */
+            qp->comp.rnr_left--;
+        qp->req.rnr_wait = true;
+        qp->req.rnr_until = now_ns + sr_rnr_timer_ns(SR_AETH_VALUE(syn));
+        sr_req_rewind(qp, psn);
+        qp->comp.deadline = SR_NO_DEADLINE;
+        sr_engine_activate(e, qp);
+        return;
+    }
+    case SR_AETH_NAK:
+        break;
+    default:
+        e->stats.rx_drop_other++;
+        return;
+    }
+
+    uint8_t code = SR_AETH_VALUE(syn);
+    if (code == SR_NAK_PSN_SEQ) {
+        /* The peer is alive and told us where to resume: go back to psn.
+         * Only timer expiries consume retry_cnt (a NAK proves progress is
+         * possible; counting NAKs would fail long transfers under loss). */
+        e->stats.seq_naks_rcvd++;
+        if (ack_through(qp, sr_psn_add(psn, SR_PSN_MASK)))
+            progress(qp, now_ns);
+        sr_req_rewind(qp, psn);
+        sr_req_run(qp, now_ns);
+        return;
+    }
+    e->stats.err_naks_rcvd++;
+    ack_through(qp, sr_psn_add(psn, SR_PSN_MASK));
+    struct sr_swqe *w = wqe_of_psn(qp, psn);
+    if (!w)
+        w = first_pending(qp);
+    if (w)
+        fail_wqe(qp, w, nak_status(code));
+}
+
+void sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns)
+{
+    struct sr_engine *e = qp->eng;
+    if (qp->type != SR_QPT_RC || qp->attr.qp_state < SR_QPS_RTS) {
+        e->stats.rx_drop_other++;
+        return;
+    }
+    /* Only responses to PSNs we sent and have not seen answered count. An
+     * ACK may repeat the last acknowledged PSN (comp.psn - 1). */
+    uint32_t psn = pkt->bth.psn;
+    int32_t ahead = sr_psn_diff(psn, qp->comp.psn);
+    if (ahead < -1 || !sr_psn_lt(psn, qp->req.max_sent) ||
+        (ahead == -1 && SR_OPCODE_OP(pkt->bth.opcode) != SR_OP_ACK)) {
+        e->stats.rx_drop_other++;
+        return;
+    }
+    switch (SR_OPCODE_OP(pkt->bth.opcode)) {
+    case SR_OP_ACK:
+        if (ahead == -1 && SR_AETH_TYPE(pkt->aeth.syndrome) == SR_AETH_ACK)
+            return; /* duplicate ACK: nothing new */
+        handle_ack(qp, pkt, now_ns);
+        break;
+    case SR_OP_ATOMIC_ACK:
+        handle_atomic_ack(qp, pkt, now_ns);
+        break;
+    default:
+        handle_read_resp(qp, pkt, now_ns);
+        break;
+    }
+}
+
+void sr_comp_timer(struct sr_qp *qp, uint64_t now_ns)
+{
+    struct sr_engine *e = qp->eng;
+    if (qp->req.rnr_wait) {
+        if (now_ns < qp->req.rnr_until)
+            return;
+        qp->req.rnr_wait = false;
+        sr_req_run(qp, now_ns);
+        sr_comp_arm(qp, now_ns);
+        return;
+    }
+    if (qp->comp.deadline > now_ns)
+        return;
+    if (!outstanding(qp)) {
+        qp->comp.deadline = SR_NO_DEADLINE;
+        return;
+    }
+    e->stats.timeouts++;
+    if (qp->comp.retry_left == 0) {
+        struct sr_swqe *w = first_pending(qp);
+        qp->comp.deadline = SR_NO_DEADLINE;
+        if (w)
+            fail_wqe(qp, w, SR_WC_RETRY_EXC_ERR);
+        return;
+    }
+    qp->comp.retry_left--;
+    qp->comp.read_retry = false;
+    sr_req_rewind(qp, qp->comp.psn);
+    qp->comp.deadline = now_ns + sr_timeout_ns(qp->attr.timeout);
+    sr_req_run(qp, now_ns);
+}

@@ -1,0 +1,222 @@
+/* engine_int.h: the engine's internal objects, shared by its modules:
+ *   engine.c  device, PDs, MRs (key table, protection checks), CQs, SRQs,
+ *             receive dispatch, timers, packet output
+ *   qp.c      QP objects, the state machine (modify/query), posting,
+ *             completion and flushing
+ *   req.c     requester: work requests -> request packets
+ *   resp.c    responder: request packets -> execution, ACK/NAK, responses
+ *   comp.c    completer: ACK/NAK/responses -> completions, retry timers
+ * Nothing here is visible outside src/engine. */
+#ifndef SR_ENGINE_INT_H
+#define SR_ENGINE_INT_H
+
+#include "sr_engine.h"
+#include "sr_util.h"
+
+#define SR_NO_DEADLINE UINT64_MAX
+
+/* Every object hangs on its engine's list, so destroying the engine frees
+ * whatever the user left behind. */
+struct sr_obj_link {
+    void *next, *prev;
+};
+
+struct sr_pd {
+    struct sr_engine *eng;
+    uint32_t refcnt; /* MRs, QPs, SRQs using it */
+    struct sr_obj_link link;
+};
+
+struct sr_mr {
+    struct sr_pd *pd;
+    uint8_t *addr; /* host address of iova */
+    uint64_t iova;
+    uint64_t length;
+    uint32_t access;
+    uint32_t key; /* lkey == rkey: table index << 8 | tag */
+};
+
+struct sr_cq {
+    struct sr_engine *eng;
+    struct sr_wc *ring;
+    uint32_t cap, head, count;
+    uint32_t refcnt;
+    uint8_t notify; /* 0 none, 1 next completion, 2 next solicited */
+    bool overflowed;
+    void *user;
+    struct sr_obj_link link;
+};
+
+/* A receive WQE as stored (SGEs inline, stride = rq->stride). */
+struct sr_rwqe {
+    uint64_t wr_id;
+    uint32_t num_sge;
+    uint32_t total_len;
+    struct sr_sge sge[];
+};
+
+struct sr_rq {
+    uint8_t *buf;
+    uint32_t stride, max_wr, max_sge;
+    uint32_t head, count;
+};
+
+struct sr_srq {
+    struct sr_pd *pd;
+    struct sr_rq rq;
+    uint32_t limit; /* armed limit, 0 = disarmed */
+    uint32_t refcnt;
+    void *user;
+    struct sr_obj_link link;
+};
+
+enum swqe_state {
+    SWQE_POSTED, /* not fully transmitted yet */
+    SWQE_SENT,   /* every packet sent at least once */
+    SWQE_DONE,   /* acknowledged / answered; waits to retire in order */
+};
+
+struct sr_swqe {
+    struct sr_send_wr wr; /* wr.sg_list points at sge below */
+    struct sr_sge *sge;
+    uint8_t *inline_buf; /* SR_SEND_INLINE: the data, copied at post */
+    uint32_t total_len;
+    uint32_t first_psn, npkts; /* PSNs [first_psn, first_psn + npkts) */
+    uint8_t state;
+    uint8_t status; /* enum sr_wc_status once DONE */
+    bool signaled;
+};
+
+/* Responder replay state for READ and atomic requests (IBA 9.7.5.1.4 /
+ * C9-?: a duplicate READ is re-executed, a duplicate atomic is answered
+ * from the saved result and never executed twice). */
+struct sr_replay {
+    bool valid;
+    bool atomic;
+    uint32_t psn, npkts;
+    uint64_t orig; /* atomic: original remote value */
+};
+
+enum { SR_REPLAY_SLOTS = 32 }; /* >= SR_MAX_RD_ATOMIC, extra depth for late duplicates */
+
+struct sr_qp {
+    struct sr_engine *eng;
+    struct sr_pd *pd;
+    uint32_t qpn;
+    enum sr_qp_type type;
+    struct sr_qp_attr attr;
+    struct sr_cq *send_cq, *recv_cq;
+    struct sr_srq *srq;
+    bool sq_sig_all;
+    void *user;
+    uint16_t src_port;
+
+    /* send queue: ring of max_send_wr, absolute indices head..tail */
+    struct sr_swqe *sq;
+    struct sr_sge *sq_sge;
+    uint8_t *sq_inline;
+    uint32_t sq_cap, sq_head, sq_tail;
+    struct sr_rq rq;
+
+    struct {
+        uint32_t next_psn;  /* PSN of the next new WQE */
+        uint32_t cur;       /* WQE being transmitted (absolute index) */
+        uint32_t cur_psn;   /* next PSN to send of that WQE */
+        uint32_t max_sent;  /* highest PSN sent + 1: below it a send is a retransmit */
+        uint32_t rd_atomic; /* READ/atomic WQEs sent and not answered */
+        uint64_t rnr_until; /* paused by an RNR NAK until then */
+        bool rnr_wait;
+    } req;
+
+    struct {
+        uint32_t psn;      /* oldest unacknowledged PSN */
+        uint64_t deadline; /* retransmission timer */
+        uint8_t retry_left, rnr_left;
+        uint32_t read_retry_psn; /* a READ re-request from here is in flight */
+        bool read_retry;
+    } comp;
+
+    struct {
+        uint32_t epsn, msn;
+        bool nak_sent; /* one PSN sequence NAK per gap (IBA 9.7.5.1.2) */
+        /* multi-packet message in progress */
+        uint8_t msg; /* 0 none, SR_OPF_SEND or SR_OPF_WRITE */
+        bool have_rwqe;
+        uint32_t recv_off;
+        uint64_t write_va;
+        uint32_t write_left;
+        uint32_t write_rkey;
+        uint32_t write_total; /* WRITE with immediate: byte_len of its completion */
+        uint8_t *rwqe_buf;    /* copy of the receive WQE being filled */
+        struct sr_replay replay[SR_REPLAY_SLOTS];
+        uint32_t replay_next;
+    } resp;
+
+    struct sr_qp *active_next, *active_prev; /* on eng->active while timers may run */
+    bool active;
+};
+
+struct sr_engine {
+    struct sr_engine_cfg cfg;
+    struct sr_engine_stats stats;
+    struct sr_mr **mrs; /* index = key >> 8 */
+    uint8_t *mr_tag;
+    uint32_t mr_cnt;
+    struct sr_qp **qps; /* index = qpn - SR_QPN_BASE */
+    uint32_t qp_cnt;
+    uint32_t qp_hint;
+    uint32_t pd_cnt, cq_cnt, srq_cnt;
+    struct sr_qp *active;
+    struct sr_pd *pds;
+    struct sr_cq *cqs;
+    struct sr_srq *srqs;
+};
+
+enum { SR_QPN_BASE = 0x10 }; /* QPN 0 and 1 are the IB special QPs */
+
+/* engine.c */
+struct sr_mr *sr_mr_lookup(struct sr_engine *e, uint32_t key);
+/* Protection check of [va, va+len) under key for pd with the access bits
+ * needed; returns the host pointer or NULL (IBA 9.7.5.1.? / 10.6.3). */
+uint8_t *sr_mr_check(struct sr_engine *e, struct sr_pd *pd, uint32_t key, uint64_t va, uint64_t len,
+                     uint32_t access);
+/* Scatter data into an SGE list at byte offset off, checking each SGE with
+ * LOCAL_WRITE; false on a protection or length failure. */
+bool sr_sge_scatter(struct sr_engine *e, struct sr_pd *pd, const struct sr_sge *sge,
+                    uint32_t num_sge, uint32_t off, const void *data, uint32_t len);
+bool sr_cq_push(struct sr_cq *cq, const struct sr_wc *wc, bool solicited);
+void sr_engine_tx(struct sr_engine *e, struct sr_qp *qp, const struct sr_pkt *pkt,
+                  const struct sr_iov *iov, uint32_t iov_cnt, const uint8_t *dgid);
+void sr_engine_activate(struct sr_engine *e, struct sr_qp *qp);
+struct sr_rwqe *sr_rq_peek(struct sr_rq *rq);
+void sr_rq_pop(struct sr_rq *rq);
+void sr_srq_check_limit(struct sr_srq *srq);
+
+/* qp.c */
+struct sr_qp *sr_qp_lookup(struct sr_engine *e, uint32_t qpn);
+struct sr_swqe *sr_sq_at(struct sr_qp *qp, uint32_t idx);
+void sr_qp_to_error(struct sr_qp *qp);
+void sr_qp_retire(struct sr_qp *qp); /* complete DONE WQEs at the head, in order */
+void sr_qp_recv_complete(struct sr_qp *qp, const struct sr_rwqe *rwqe, enum sr_wc_status status,
+                         enum sr_wc_opcode op, uint32_t byte_len, uint32_t imm, uint32_t flags,
+                         uint32_t src_qp, bool solicited);
+uint32_t sr_qp_pmtu(const struct sr_qp *qp);
+bool sr_qp_can_send(const struct sr_qp *qp);
+
+/* req.c */
+void sr_req_run(struct sr_qp *qp, uint64_t now_ns);
+/* Go back to psn (go-back-N): the next packet sent is psn's. */
+void sr_req_rewind(struct sr_qp *qp, uint32_t psn);
+uint32_t sr_swqe_npkts(const struct sr_qp *qp, const struct sr_send_wr *wr, uint32_t len);
+
+/* resp.c */
+void sr_resp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err, const uint8_t *src_gid,
+                uint64_t now_ns);
+
+/* comp.c */
+void sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns);
+void sr_comp_timer(struct sr_qp *qp, uint64_t now_ns);
+void sr_comp_arm(struct sr_qp *qp, uint64_t now_ns);
+uint64_t sr_qp_deadline(const struct sr_qp *qp);
+
+#endif

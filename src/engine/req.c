@@ -1,0 +1,297 @@
+/* req.c: the requester. Turns send work requests into request packets:
+ * segmentation at the path MTU, RETH/ImmDt/IETH/AtomicETH/DETH per opcode,
+ * the send window, max_rd_atomic and fences (IBA 9.7.4, 10.8.3.?), local
+ * protection checks, and go-back-N rewinds ordered by the completer.
+ *
+ * Per WQE the state machine is POSTED -> SENT -> DONE (DONE is set by the
+ * completer, or here for UC/UD, which are complete once sent). */
+#include "engine_int.h"
+
+static bool is_rd_atomic(enum sr_wr_opcode op)
+{
+    return op == SR_WR_RDMA_READ || op == SR_WR_ATOMIC_CMP_AND_SWP ||
+           op == SR_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static bool is_atomic(enum sr_wr_opcode op)
+{
+    return op == SR_WR_ATOMIC_CMP_AND_SWP || op == SR_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+uint32_t sr_swqe_npkts(const struct sr_qp *qp, const struct sr_send_wr *wr, uint32_t len)
+{
+    if (qp->type == SR_QPT_UD || is_atomic(wr->opcode))
+        return 1;
+    uint32_t pmtu = sr_qp_pmtu(qp);
+    return len ? (len + pmtu - 1) / pmtu : 1;
+}
+
+void sr_req_rewind(struct sr_qp *qp, uint32_t psn)
+{
+    for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+        struct sr_swqe *w = sr_sq_at(qp, i);
+        if (sr_psn_lt(psn, sr_psn_add(w->first_psn, w->npkts))) {
+            qp->req.cur = i;
+            qp->req.cur_psn = sr_psn_lt(psn, w->first_psn) ? w->first_psn : psn;
+            return;
+        }
+    }
+    qp->req.cur = qp->sq_tail;
+    qp->req.cur_psn = qp->req.next_psn;
+}
+
+/* UC/UD requester errors move the QP to SQE (IBA 10.3.1.?): this WQE
+ * completes with its error, later ones flush, receives keep working. */
+static void send_queue_error(struct sr_qp *qp, struct sr_swqe *w, enum sr_wc_status status)
+{
+    w->status = (uint8_t)status;
+    w->state = SWQE_DONE;
+    if (qp->type == SR_QPT_RC) {
+        sr_qp_to_error(qp);
+        return;
+    }
+    for (uint32_t i = qp->req.cur + 1; i != qp->sq_tail; i++) {
+        struct sr_swqe *o = sr_sq_at(qp, i);
+        o->status = SR_WC_WR_FLUSH_ERR;
+        o->state = SWQE_DONE;
+    }
+    qp->req.cur = qp->sq_tail;
+    qp->attr.qp_state = SR_QPS_SQE;
+    sr_qp_retire(qp);
+}
+
+/* Local checks done once, when a WQE is first transmitted (IBA 10.8.3:
+ * local protection and length errors complete the WQE in error). */
+static enum sr_wc_status check_local(struct sr_qp *qp, struct sr_swqe *w)
+{
+    struct sr_engine *e = qp->eng;
+    const struct sr_send_wr *wr = &w->wr;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < wr->num_sge; i++)
+        total += wr->sg_list[i].length;
+    if (total > SR_MAX_MSG_LEN)
+        return SR_WC_LOC_LEN_ERR;
+    if (qp->type == SR_QPT_UD && total > sr_qp_pmtu(qp))
+        return SR_WC_LOC_LEN_ERR;
+    if (is_atomic(wr->opcode) && (wr->num_sge != 1 || wr->sg_list[0].length != 8))
+        return SR_WC_LOC_LEN_ERR;
+    if (is_rd_atomic(wr->opcode) && qp->attr.max_rd_atomic == 0)
+        return SR_WC_LOC_QP_OP_ERR;
+    if (wr->send_flags & SR_SEND_INLINE)
+        return SR_WC_SUCCESS;
+    uint32_t need = is_rd_atomic(wr->opcode) ? SR_ACCESS_LOCAL_WRITE : 0;
+    for (uint32_t i = 0; i < wr->num_sge; i++) {
+        const struct sr_sge *s = &wr->sg_list[i];
+        if (s->length && !sr_mr_check(e, qp->pd, s->lkey, s->addr, s->length, need))
+            return SR_WC_LOC_PROT_ERR;
+    }
+    return SR_WC_SUCCESS;
+}
+
+/* Gather [off, off+len) of the WQE's data into iov; false if an SGE no
+ * longer passes its protection check. */
+static bool gather(struct sr_qp *qp, const struct sr_swqe *w, uint32_t off, uint32_t len,
+                   struct sr_iov *iov, uint32_t *cnt)
+{
+    *cnt = 0;
+    if (!len)
+        return true;
+    if (w->wr.send_flags & SR_SEND_INLINE) {
+        iov[0].base = w->inline_buf + off;
+        iov[0].len = len;
+        *cnt = 1;
+        return true;
+    }
+    for (uint32_t i = 0; i < w->wr.num_sge && len; i++) {
+        const struct sr_sge *s = &w->wr.sg_list[i];
+        if (off >= s->length) {
+            off -= s->length;
+            continue;
+        }
+        uint32_t n = SR_MIN(len, s->length - off);
+        const uint8_t *p = sr_mr_check(qp->eng, qp->pd, s->lkey, s->addr + off, n, 0);
+        if (!p)
+            return false;
+        iov[*cnt].base = p;
+        iov[*cnt].len = n;
+        (*cnt)++;
+        len -= n;
+        off = 0;
+    }
+    return len == 0;
+}
+
+static uint8_t seg_opcode(uint8_t first, uint8_t middle, uint8_t last, uint8_t only, uint32_t idx,
+                          uint32_t npkts)
+{
+    if (npkts == 1)
+        return only;
+    if (idx == 0)
+        return first;
+    return idx == npkts - 1 ? last : middle;
+}
+
+/* Build and send the packet of w at qp->req.cur_psn. Returns the number of
+ * PSNs it consumed (a READ request consumes its responses' PSNs), or 0 when
+ * the WQE failed. */
+static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
+{
+    const struct sr_send_wr *wr = &w->wr;
+    uint32_t pmtu = sr_qp_pmtu(qp);
+    uint32_t idx = (uint32_t)sr_psn_diff(qp->req.cur_psn, w->first_psn);
+    uint32_t off = idx * pmtu;
+    uint8_t tbase = qp->type == SR_QPT_RC ? SR_OP_RC : qp->type == SR_QPT_UC ? SR_OP_UC : SR_OP_UD;
+    struct sr_pkt p = {0};
+    p.bth.pkey = 0xffff;
+    p.bth.dest_qp = qp->attr.dest_qp_num;
+    p.bth.psn = qp->req.cur_psn;
+    const uint8_t *dgid = qp->attr.dgid;
+    uint32_t consumed = 1;
+    uint32_t len = 0;
+    bool last = idx == w->npkts - 1;
+
+    switch (wr->opcode) {
+    case SR_WR_SEND:
+    case SR_WR_SEND_WITH_IMM:
+    case SR_WR_SEND_WITH_INV: {
+        uint8_t l = SR_OP_SEND_LAST, o = SR_OP_SEND_ONLY;
+        if (wr->opcode == SR_WR_SEND_WITH_IMM) {
+            l = SR_OP_SEND_LAST_IMM;
+            o = SR_OP_SEND_ONLY_IMM;
+            p.imm = wr->imm;
+        } else if (wr->opcode == SR_WR_SEND_WITH_INV) {
+            l = SR_OP_SEND_LAST_INV;
+            o = SR_OP_SEND_ONLY_INV;
+            p.ieth_rkey = wr->invalidate_rkey;
+        }
+        p.bth.opcode = tbase | seg_opcode(SR_OP_SEND_FIRST, SR_OP_SEND_MIDDLE, l, o, idx, w->npkts);
+        len = SR_MIN(pmtu, w->total_len - off);
+        if (qp->type == SR_QPT_UD) {
+            /* IBA 10.2.4.?: a Q_Key with the high bit set means "use the QP's". */
+            p.deth.qkey = (wr->ah.qkey & 0x80000000u) ? qp->attr.qkey : wr->ah.qkey;
+            p.deth.src_qp = qp->qpn;
+            p.bth.dest_qp = wr->ah.dest_qpn;
+            dgid = wr->ah.dgid;
+        }
+        break;
+    }
+    case SR_WR_RDMA_WRITE:
+    case SR_WR_RDMA_WRITE_WITH_IMM: {
+        uint8_t l = SR_OP_WRITE_LAST, o = SR_OP_WRITE_ONLY;
+        if (wr->opcode == SR_WR_RDMA_WRITE_WITH_IMM) {
+            l = SR_OP_WRITE_LAST_IMM;
+            o = SR_OP_WRITE_ONLY_IMM;
+            p.imm = wr->imm;
+        }
+        p.bth.opcode =
+            tbase | seg_opcode(SR_OP_WRITE_FIRST, SR_OP_WRITE_MIDDLE, l, o, idx, w->npkts);
+        p.reth = (struct sr_reth){.va = wr->remote_addr, .rkey = wr->rkey, .dma_len = w->total_len};
+        len = SR_MIN(pmtu, w->total_len - off);
+        break;
+    }
+    case SR_WR_RDMA_READ:
+        /* A re-request after lost responses asks for the rest only
+         * (IBA 9.7.4.1.?: it restarts at the first missing PSN). */
+        p.bth.opcode = tbase | SR_OP_READ_REQ;
+        p.reth = (struct sr_reth){
+            .va = wr->remote_addr + off, .rkey = wr->rkey, .dma_len = w->total_len - off};
+        consumed = w->npkts - idx;
+        last = true;
+        break;
+    case SR_WR_ATOMIC_CMP_AND_SWP:
+    case SR_WR_ATOMIC_FETCH_AND_ADD:
+        p.bth.opcode =
+            tbase | (wr->opcode == SR_WR_ATOMIC_CMP_AND_SWP ? SR_OP_CMP_SWAP : SR_OP_FETCH_ADD);
+        p.atomic = (struct sr_atomic_eth){
+            .va = wr->remote_addr,
+            .rkey = wr->rkey,
+            .swap_add = wr->opcode == SR_WR_ATOMIC_CMP_AND_SWP ? wr->swap : wr->compare_add,
+            .compare = wr->opcode == SR_WR_ATOMIC_CMP_AND_SWP ? wr->compare_add : 0};
+        break;
+    default:
+        return 0;
+    }
+
+    const struct sr_opcode_info *info = sr_opcode_info(p.bth.opcode);
+    if (last && (info->flags & SR_OPF_SOLICIT) && (wr->send_flags & SR_SEND_SOLICITED))
+        p.bth.se = true;
+    /* Ask for an ACK at the end of each message and every 32 packets, so
+     * ACKs are coalesced but the window keeps moving (IBA 9.7.5.1.1). */
+    if (qp->type == SR_QPT_RC && (info->flags & (SR_OPF_SEND | SR_OPF_WRITE)) &&
+        (last || (p.bth.psn & 31) == 31))
+        p.bth.ack_req = true;
+
+    struct sr_iov iov[SR_MAX_SGE];
+    uint32_t iov_cnt = 0;
+    if (!gather(qp, w, off, len, iov, &iov_cnt)) {
+        send_queue_error(qp, w, SR_WC_LOC_PROT_ERR);
+        return 0;
+    }
+    p.payload_len = len;
+    if (!sr_psn_lt(p.bth.psn, qp->req.max_sent))
+        qp->req.max_sent = sr_psn_add(p.bth.psn, consumed);
+    else
+        qp->eng->stats.retransmits++;
+    sr_engine_tx(qp->eng, qp, &p, iov, iov_cnt, dgid);
+    return consumed;
+}
+
+void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
+{
+    enum sr_qp_state s = qp->attr.qp_state;
+    if ((s != SR_QPS_RTS && s != SR_QPS_SQD) || qp->req.rnr_wait)
+        return;
+    uint32_t window = qp->eng->cfg.window_pkts;
+    bool sent = false;
+    while (qp->req.cur != qp->sq_tail && qp->attr.qp_state == s) {
+        struct sr_swqe *w = sr_sq_at(qp, qp->req.cur);
+        bool fresh = w->state == SWQE_POSTED && qp->req.cur_psn == w->first_psn;
+        if (qp->type == SR_QPT_RC && (uint32_t)sr_psn_diff(qp->req.cur_psn, qp->comp.psn) >= window)
+            break;
+        if (fresh) {
+            /* SQD: nothing new starts while draining (IBA 10.3.1.5). */
+            if (s == SR_QPS_SQD)
+                break;
+            /* IBA 10.8.3.3: a fenced WQE waits for earlier READs/atomics. */
+            if ((w->wr.send_flags & SR_SEND_FENCE) && qp->req.rd_atomic)
+                break;
+            if (is_rd_atomic(w->wr.opcode) && qp->req.rd_atomic >= qp->attr.max_rd_atomic &&
+                qp->attr.max_rd_atomic)
+                break;
+            enum sr_wc_status st = check_local(qp, w);
+            if (st != SR_WC_SUCCESS) {
+                /* Completions are in order: the error waits until every
+                 * earlier WQE has completed (the completer runs us again). */
+                if (qp->sq_head != qp->req.cur && qp->type == SR_QPT_RC)
+                    break;
+                send_queue_error(qp, w, st);
+                return;
+            }
+        }
+        uint32_t used = send_one(qp, w);
+        if (!used)
+            return; /* the WQE failed; the QP left RTS */
+        sent = true;
+        qp->req.cur_psn = sr_psn_add(qp->req.cur_psn, used);
+        if (qp->req.cur_psn == sr_psn_add(w->first_psn, w->npkts)) {
+            if (w->state == SWQE_POSTED) {
+                w->state = SWQE_SENT;
+                if (is_rd_atomic(w->wr.opcode))
+                    qp->req.rd_atomic++;
+            }
+            if (qp->type != SR_QPT_RC) {
+                /* UC and UD complete once sent (IBA 9.8.?: no acknowledgement). */
+                w->state = SWQE_DONE;
+            }
+            qp->req.cur++;
+            if (qp->req.cur != qp->sq_tail)
+                qp->req.cur_psn = sr_sq_at(qp, qp->req.cur)->first_psn;
+        }
+    }
+    if (qp->type != SR_QPT_RC) {
+        sr_qp_retire(qp);
+        return;
+    }
+    if (sent && qp->comp.deadline == SR_NO_DEADLINE)
+        sr_comp_arm(qp, now_ns);
+}

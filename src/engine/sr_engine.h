@@ -1,0 +1,365 @@
+/* sr_engine.h: the IBTA transport engine, sans-IO.
+ *
+ * One struct sr_engine is one soft RDMA device: its PDs, MRs, CQs, SRQs and
+ * QPs (RC, UC, UD). Its whole surface is: post work (sr_qp_post_send/recv),
+ * packet in (sr_engine_rx), packets out (the tx callback), deadline
+ * (sr_engine_next_deadline) and time passes (sr_engine_advance). Time is
+ * always an argument; the engine never reads a clock, opens a socket,
+ * sleeps or starts a thread, and is not thread-safe: its caller (the
+ * progress layer, the simulator) serialises calls.
+ *
+ * Enum values mirror <infiniband/verbs.h> numerically (the verbs layer
+ * asserts it at compile time), so conversion at the boundary is a cast;
+ * the engine itself does not depend on that header.
+ *
+ * Memory: registered memory is addressed directly (this engine runs in the
+ * address space that owns it). An MR maps [iova, iova + length) onto host
+ * memory at addr; every access is bounds- and key-checked first.
+ */
+#ifndef SR_ENGINE_H
+#define SR_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sr_wire.h"
+
+struct sr_engine;
+struct sr_pd;
+struct sr_mr;
+struct sr_cq;
+struct sr_qp;
+struct sr_srq;
+
+/* ---- values shared with verbs (same numbers as IBV_*) ---- */
+enum sr_qp_type { SR_QPT_RC = 2, SR_QPT_UC = 3, SR_QPT_UD = 4 };
+
+enum sr_qp_state {
+    SR_QPS_RESET,
+    SR_QPS_INIT,
+    SR_QPS_RTR,
+    SR_QPS_RTS,
+    SR_QPS_SQD,
+    SR_QPS_SQE,
+    SR_QPS_ERR,
+};
+
+enum sr_access {
+    SR_ACCESS_LOCAL_WRITE = 1,
+    SR_ACCESS_REMOTE_WRITE = 2,
+    SR_ACCESS_REMOTE_READ = 4,
+    SR_ACCESS_REMOTE_ATOMIC = 8,
+    SR_ACCESS_MW_BIND = 16,
+    SR_ACCESS_ZERO_BASED = 32,
+    SR_ACCESS_ON_DEMAND = 64,
+    SR_ACCESS_HUGETLB = 128,
+};
+
+enum sr_wr_opcode {
+    SR_WR_RDMA_WRITE = 0,
+    SR_WR_RDMA_WRITE_WITH_IMM = 1,
+    SR_WR_SEND = 2,
+    SR_WR_SEND_WITH_IMM = 3,
+    SR_WR_RDMA_READ = 4,
+    SR_WR_ATOMIC_CMP_AND_SWP = 5,
+    SR_WR_ATOMIC_FETCH_AND_ADD = 6,
+    SR_WR_LOCAL_INV = 7,
+    SR_WR_BIND_MW = 8,
+    SR_WR_SEND_WITH_INV = 9,
+};
+
+enum sr_send_flags {
+    SR_SEND_FENCE = 1,
+    SR_SEND_SIGNALED = 2,
+    SR_SEND_SOLICITED = 4,
+    SR_SEND_INLINE = 8,
+};
+
+enum sr_wc_status {
+    SR_WC_SUCCESS = 0,
+    SR_WC_LOC_LEN_ERR = 1,
+    SR_WC_LOC_QP_OP_ERR = 2,
+    SR_WC_LOC_PROT_ERR = 4,
+    SR_WC_WR_FLUSH_ERR = 5,
+    SR_WC_BAD_RESP_ERR = 7,
+    SR_WC_LOC_ACCESS_ERR = 8,
+    SR_WC_REM_INV_REQ_ERR = 9,
+    SR_WC_REM_ACCESS_ERR = 10,
+    SR_WC_REM_OP_ERR = 11,
+    SR_WC_RETRY_EXC_ERR = 12,
+    SR_WC_RNR_RETRY_EXC_ERR = 13,
+    SR_WC_FATAL_ERR = 19,
+    SR_WC_GENERAL_ERR = 21,
+};
+
+enum sr_wc_opcode {
+    SR_WC_SEND = 0,
+    SR_WC_RDMA_WRITE = 1,
+    SR_WC_RDMA_READ = 2,
+    SR_WC_COMP_SWAP = 3,
+    SR_WC_FETCH_ADD = 4,
+    SR_WC_RECV = 128,
+    SR_WC_RECV_RDMA_WITH_IMM = 129,
+};
+
+enum sr_wc_flags {
+    SR_WC_GRH = 1,
+    SR_WC_WITH_IMM = 2,
+    SR_WC_WITH_INV = 8,
+};
+
+enum sr_qp_attr_mask {
+    SR_QP_STATE = 1 << 0,
+    SR_QP_CUR_STATE = 1 << 1,
+    SR_QP_EN_SQD_ASYNC_NOTIFY = 1 << 2,
+    SR_QP_ACCESS_FLAGS = 1 << 3,
+    SR_QP_PKEY_INDEX = 1 << 4,
+    SR_QP_PORT = 1 << 5,
+    SR_QP_QKEY = 1 << 6,
+    SR_QP_AV = 1 << 7,
+    SR_QP_PATH_MTU = 1 << 8,
+    SR_QP_TIMEOUT = 1 << 9,
+    SR_QP_RETRY_CNT = 1 << 10,
+    SR_QP_RNR_RETRY = 1 << 11,
+    SR_QP_RQ_PSN = 1 << 12,
+    SR_QP_MAX_QP_RD_ATOMIC = 1 << 13,
+    SR_QP_ALT_PATH = 1 << 14,
+    SR_QP_MIN_RNR_TIMER = 1 << 15,
+    SR_QP_SQ_PSN = 1 << 16,
+    SR_QP_MAX_DEST_RD_ATOMIC = 1 << 17,
+    SR_QP_PATH_MIG_STATE = 1 << 18,
+    SR_QP_CAP = 1 << 19,
+    SR_QP_DEST_QPN = 1 << 20,
+};
+
+/* Async events (same numbers as enum ibv_event_type). */
+enum sr_event_type {
+    SR_EVENT_CQ_ERR = 0,
+    SR_EVENT_QP_FATAL = 1,
+    SR_EVENT_QP_REQ_ERR = 2,
+    SR_EVENT_QP_ACCESS_ERR = 3,
+    SR_EVENT_COMM_EST = 4,
+    SR_EVENT_SQ_DRAINED = 5,
+    SR_EVENT_SRQ_LIMIT_REACHED = 13,
+    SR_EVENT_QP_LAST_WQE_REACHED = 15,
+};
+
+/* ---- limits ---- */
+enum {
+    SR_MAX_SGE = 32,
+    SR_MAX_INLINE = 512,
+    SR_MAX_RD_ATOMIC = 16,     /* per QP, both directions */
+    SR_MAX_MSG_LEN = 1u << 31, /* IBA: 2^31 bytes */
+};
+
+/* ---- objects' public parts ---- */
+struct sr_sge {
+    uint64_t addr;
+    uint32_t length;
+    uint32_t lkey;
+};
+
+/* Destination of a UD send: the peer's GID (its address), QPN and Q_Key. */
+struct sr_ah {
+    uint8_t dgid[16];
+    uint32_t dest_qpn;
+    uint32_t qkey;
+};
+
+struct sr_send_wr {
+    uint64_t wr_id;
+    const struct sr_sge *sg_list;
+    uint32_t num_sge;
+    enum sr_wr_opcode opcode;
+    uint32_t send_flags;
+    uint32_t imm; /* ImmDt as the 32-bit value on the wire */
+    uint32_t invalidate_rkey;
+    uint64_t remote_addr; /* RDMA and atomics */
+    uint32_t rkey;
+    uint64_t compare_add; /* atomics */
+    uint64_t swap;
+    struct sr_ah ah; /* UD only */
+};
+
+struct sr_recv_wr {
+    uint64_t wr_id;
+    const struct sr_sge *sg_list;
+    uint32_t num_sge;
+};
+
+struct sr_wc {
+    uint64_t wr_id;
+    enum sr_wc_status status;
+    enum sr_wc_opcode opcode;
+    uint32_t vendor_err;
+    uint32_t byte_len;
+    uint32_t imm; /* as on the wire; or the invalidated rkey */
+    uint32_t qp_num;
+    uint32_t src_qp;
+    uint32_t wc_flags;
+    uint16_t pkey_index;
+};
+
+struct sr_qp_cap {
+    uint32_t max_send_wr, max_recv_wr;
+    uint32_t max_send_sge, max_recv_sge;
+    uint32_t max_inline_data;
+};
+
+struct sr_qp_init_attr {
+    enum sr_qp_type qp_type;
+    struct sr_cq *send_cq, *recv_cq;
+    struct sr_srq *srq;
+    struct sr_qp_cap cap;
+    bool sq_sig_all;
+};
+
+struct sr_qp_attr {
+    enum sr_qp_state qp_state;
+    enum sr_qp_state cur_qp_state;
+    uint32_t path_mtu; /* bytes: 256, 512, 1024, 2048 or 4096 */
+    uint32_t qkey;
+    uint32_t rq_psn, sq_psn;
+    uint32_t dest_qp_num;
+    uint32_t qp_access_flags;
+    uint16_t pkey_index;
+    uint8_t port_num;
+    uint8_t dgid[16];      /* primary path: the peer's address (RC/UC) */
+    uint8_t timeout;       /* 4.096 us * 2^timeout; 0 = infinite */
+    uint8_t retry_cnt;     /* 0..7 */
+    uint8_t rnr_retry;     /* 0..7, 7 = infinite */
+    uint8_t min_rnr_timer; /* IBA Table 45 code, 0..31 */
+    uint8_t max_rd_atomic, max_dest_rd_atomic;
+    bool sq_draining;
+    struct sr_qp_cap cap;
+};
+
+/* One outgoing packet. The transport headers are in hdr; the payload is
+ * gathered from iov (pointing straight into registered memory or into the
+ * engine's inline copies) followed by pad_len zero bytes; the driver adds
+ * the IP/UDP encapsulation and the ICRC. Valid only during the callback. */
+struct sr_iov {
+    const void *base;
+    uint32_t len;
+};
+struct sr_tx_pkt {
+    const uint8_t *hdr;
+    uint32_t hdr_len;
+    const struct sr_iov *iov;
+    uint32_t iov_cnt;
+    uint32_t payload_len;
+    uint32_t pad_len;
+    const uint8_t *dgid; /* destination address (GID) */
+    uint16_t src_port;   /* UDP source port: flow entropy, per QP */
+};
+
+/* What the engine calls back. tx returns 0, or a negative value when the
+ * driver could not take the packet (it is then treated as lost). */
+struct sr_engine_ops {
+    int (*tx)(void *ctx, const struct sr_tx_pkt *pkt);
+    /* a completion was added to cq (for completion channels); may be NULL */
+    void (*cq_event)(void *ctx, struct sr_cq *cq, bool solicited);
+    /* an affiliated or unaffiliated async event; obj is the QP, CQ or SRQ */
+    void (*async_event)(void *ctx, enum sr_event_type type, void *obj);
+};
+
+struct sr_engine_cfg {
+    uint8_t gid[16]; /* this device's address (IPv6 or IPv4-mapped) */
+    uint32_t max_qp, max_cq, max_mr, max_pd, max_srq; /* 0 = defaults */
+    uint32_t max_cqe, max_qp_wr;
+    uint32_t window_pkts; /* requester's cap on unacknowledged packets; 0 = default */
+    struct sr_engine_ops ops;
+    void *ops_ctx;
+};
+
+/* Counters, for tests and tools. */
+struct sr_engine_stats {
+    uint64_t tx_pkts, rx_pkts, tx_bytes, rx_bytes;
+    uint64_t rx_drop_malformed; /* decode failed */
+    uint64_t rx_drop_no_qp;     /* unknown or not-ready destination QP */
+    uint64_t rx_drop_bad_peer;  /* RC/UC packet from an address other than the peer */
+    uint64_t rx_drop_qkey;      /* UD Q_Key mismatch */
+    uint64_t rx_drop_other;     /* dropped per IBA silently (stale responses, UC gaps ...) */
+    uint64_t rx_duplicate;      /* duplicate requests answered */
+    uint64_t retransmits;       /* packets sent again */
+    uint64_t timeouts, seq_naks_sent, seq_naks_rcvd, rnr_naks_sent, rnr_naks_rcvd;
+    uint64_t err_naks_sent, err_naks_rcvd;
+    uint64_t atomics_executed;
+};
+
+/* ---- device ---- */
+int sr_engine_create(const struct sr_engine_cfg *cfg, struct sr_engine **out);
+void sr_engine_destroy(struct sr_engine *e);
+void sr_engine_stats(const struct sr_engine *e, struct sr_engine_stats *out);
+const uint8_t *sr_engine_gid(const struct sr_engine *e);
+
+/* A packet arrived from src_gid (ICRC already verified by the driver).
+ * buf runs from the BTH through the ICRC. */
+void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uint8_t *src_gid,
+                  uint64_t now_ns);
+/* Earliest time sr_engine_advance must be called; UINT64_MAX if none. */
+uint64_t sr_engine_next_deadline(const struct sr_engine *e);
+/* Fire timers due at now_ns and continue transmissions. */
+void sr_engine_advance(struct sr_engine *e, uint64_t now_ns);
+
+/* ---- protection domains and memory ---- */
+int sr_pd_alloc(struct sr_engine *e, struct sr_pd **out);
+int sr_pd_free(struct sr_pd *pd); /* SR_ERR_BUSY while objects use it */
+
+/* Register [addr, addr+length) in host memory, visible to peers at iova. */
+int sr_mr_reg(struct sr_pd *pd, void *addr, size_t length, uint64_t iova, uint32_t access,
+              struct sr_mr **out);
+int sr_mr_dereg(struct sr_mr *mr);
+uint32_t sr_mr_lkey(const struct sr_mr *mr);
+uint32_t sr_mr_rkey(const struct sr_mr *mr);
+
+/* ---- completion queues ---- */
+int sr_cq_create(struct sr_engine *e, uint32_t cqe, struct sr_cq **out);
+int sr_cq_destroy(struct sr_cq *cq); /* SR_ERR_BUSY while QPs use it */
+int sr_cq_resize(struct sr_cq *cq, uint32_t cqe);
+uint32_t sr_cq_capacity(const struct sr_cq *cq);
+/* Up to n completions, oldest first; returns the count. */
+int sr_cq_poll(struct sr_cq *cq, int n, struct sr_wc *wc);
+/* Arm a one-shot notification: the next completion (solicited_only: the
+ * next solicited or error completion) calls ops.cq_event. */
+int sr_cq_req_notify(struct sr_cq *cq, bool solicited_only);
+void sr_cq_set_user(struct sr_cq *cq, void *user);
+void *sr_cq_user(const struct sr_cq *cq);
+
+/* ---- shared receive queues ---- */
+int sr_srq_create(struct sr_pd *pd, uint32_t max_wr, uint32_t max_sge, struct sr_srq **out);
+int sr_srq_destroy(struct sr_srq *srq);
+int sr_srq_post_recv(struct sr_srq *srq, const struct sr_recv_wr *wr);
+/* Arm the limit event: fires once when fewer than limit WQEs remain. */
+int sr_srq_set_limit(struct sr_srq *srq, uint32_t limit);
+void sr_srq_query(const struct sr_srq *srq, uint32_t *max_wr, uint32_t *max_sge, uint32_t *limit);
+void sr_srq_set_user(struct sr_srq *srq, void *user);
+void *sr_srq_user(const struct sr_srq *srq);
+
+/* ---- queue pairs ---- */
+int sr_qp_create(struct sr_pd *pd, const struct sr_qp_init_attr *attr, struct sr_qp **out);
+int sr_qp_destroy(struct sr_qp *qp); /* outstanding work is dropped without completions */
+uint32_t sr_qp_num(const struct sr_qp *qp);
+/* IBA 10.3 / verbs modify_qp: the transition and the attribute mask are
+ * checked against the QP type's table; SR_ERR_INVAL when not allowed. */
+int sr_qp_modify(struct sr_qp *qp, const struct sr_qp_attr *attr, uint32_t mask, uint64_t now_ns);
+int sr_qp_query(const struct sr_qp *qp, struct sr_qp_attr *attr, struct sr_qp_init_attr *init);
+/* Post one work request. SR_ERR_INVAL for a malformed request or a QP state
+ * that forbids posting; SR_ERR_NOMEM when the queue is full. Transmission
+ * starts at once when the QP can send. */
+int sr_qp_post_send(struct sr_qp *qp, const struct sr_send_wr *wr, uint64_t now_ns);
+int sr_qp_post_recv(struct sr_qp *qp, const struct sr_recv_wr *wr);
+void sr_qp_set_user(struct sr_qp *qp, void *user);
+void *sr_qp_user(const struct sr_qp *qp);
+
+/* Names for traces. */
+const char *sr_qp_state_name(enum sr_qp_state s);
+const char *sr_wc_status_name(enum sr_wc_status s);
+
+/* IBA Table 45: RNR timer code -> nanoseconds. */
+uint64_t sr_rnr_timer_ns(uint8_t code);
+/* IBA 9.7.6.1.3 transport timer: 4.096 us * 2^timeout; 0 -> infinite (UINT64_MAX). */
+uint64_t sr_timeout_ns(uint8_t timeout);
+
+#endif
