@@ -54,6 +54,10 @@ int sr_engine_create(const struct sr_engine_cfg *cfg, struct sr_engine **out)
     e->cfg.max_cqe = DEF(cfg->max_cqe, DEF_MAX_CQE);
     e->cfg.max_qp_wr = DEF(cfg->max_qp_wr, DEF_MAX_QP_WR);
     e->cfg.window_pkts = DEF(cfg->window_pkts, DEF_WINDOW);
+    e->cfg.port_mtu = DEF(cfg->port_mtu, SR_MAX_PMTU);
+    if (e->cfg.port_mtu < SR_MIN_PMTU || e->cfg.port_mtu > SR_MAX_PMTU ||
+        (e->cfg.port_mtu & (e->cfg.port_mtu - 1)))
+        goto err_free;
     if (e->cfg.max_qp > (SR_PSN_MASK - SR_QPN_BASE) || e->cfg.max_mr > (1u << 24))
         goto err_free;
     e->mrs = calloc(e->cfg.max_mr, sizeof(*e->mrs));

@@ -116,7 +116,7 @@ int sr_qp_create(struct sr_pd *pd, const struct sr_qp_init_attr *ia, struct sr_q
     if (qp->attr.cap.max_recv_sge == 0)
         qp->attr.cap.max_recv_sge = 1;
     qp->attr.qp_state = SR_QPS_RESET;
-    qp->attr.path_mtu = 1024;
+    qp->attr.path_mtu = e->cfg.port_mtu;
     qp->attr.port_num = 1;
 
     qp->sq_cap = cap->max_send_wr ? cap->max_send_wr : 1;

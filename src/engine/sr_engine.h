@@ -141,8 +141,8 @@ enum sr_event_type {
     SR_EVENT_QP_ACCESS_ERR = 3,
     SR_EVENT_COMM_EST = 4,
     SR_EVENT_SQ_DRAINED = 5,
-    SR_EVENT_SRQ_LIMIT_REACHED = 13,
-    SR_EVENT_QP_LAST_WQE_REACHED = 15,
+    SR_EVENT_SRQ_LIMIT_REACHED = 15,
+    SR_EVENT_QP_LAST_WQE_REACHED = 16,
 };
 
 /* ---- limits ---- */
@@ -269,6 +269,8 @@ struct sr_engine_cfg {
     uint32_t max_qp, max_cq, max_mr, max_pd, max_srq; /* 0 = defaults */
     uint32_t max_cqe, max_qp_wr;
     uint32_t window_pkts; /* requester's cap on unacknowledged packets; 0 = default */
+    uint32_t port_mtu;    /* the port's active MTU (256..4096; 0 = 4096): UD QPs use it as
+                             their path MTU, and it is the initial path MTU of the others */
     struct sr_engine_ops ops;
     void *ops_ctx;
 };

@@ -1,0 +1,473 @@
+/* udp.c: RoCEv2 datagrams over a UDP socket (IBTA Vol 1 Annex A17.4: UDP
+ * destination port 4791). Owns the socket, the loopback auto-claim, the
+ * receive batch and the ICRC on both sides.
+ *
+ * The ICRC (Annex A17.3.3) covers the IP and UDP headers, which a UDP
+ * socket neither writes nor sees. Both sides therefore rebuild the header
+ * Linux puts on the wire for this socket and run the CRC over it:
+ *  - IPv4: version/IHL 0x45, total length, identification 0, DF, protocol
+ *    17, source, destination. With IP_PMTUDISC_DO an unconnected socket
+ *    sends DF with identification 0 (without it the ID is a per-destination
+ *    counter no receiver can guess). TOS, TTL and the header checksum are
+ *    masked by the ICRC, so their values do not matter.
+ *  - IPv6: payload length, next header 17, source, destination (traffic
+ *    class, flow label and hop limit are masked). IPV6_PMTUDISC_DO keeps
+ *    fragment headers away.
+ *  - UDP: source port, destination port, length (checksum masked).
+ * On receive the source comes from msg_name and the destination is the
+ * bound address (never a wildcard, so it is known).
+ *
+ * The pseudo header is written into headroom just in front of each receive
+ * buffer, so the whole datagram is verified in place with sr_icrc_verify.
+ */
+#include "sr_udp.h"
+#include "sr_util.h"
+#include "sr_wire.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+enum {
+    UDP_DEFAULT_BUF = 8 << 20,
+    /* The largest RoCEv2 transport packet (headers, a 4096-byte PMTU
+     * payload, pad, ICRC) fits with room to spare; larger is malformed. */
+    UDP_RX_DATA = SR_MAX_PMTU + 128,
+    /* Room for the pseudo IPv6 + UDP header in front of the datagram;
+     * 64 keeps each datagram cache-line aligned. */
+    UDP_RX_HEADROOM = 64,
+    UDP_RX_SLOT = UDP_RX_HEADROOM + UDP_RX_DATA,
+    UDP_L3_MAX = SR_IPV6_HDR_LEN + SR_UDP_HDR_LEN,
+};
+_Static_assert(UDP_RX_HEADROOM >= UDP_L3_MAX, "headroom holds the pseudo IP/UDP header");
+_Static_assert(UDP_RX_SLOT % 64 == 0, "slots stay 64-byte aligned");
+_Static_assert(UDP_RX_DATA >= SR_MAX_HDR_LEN + SR_MAX_PMTU + 3 + SR_ICRC_LEN,
+               "a receive slot holds the largest RoCEv2 packet");
+_Static_assert((int)SR_UDP_MAX_IOV >= (int)SR_MAX_SGE, "a packet may gather every SGE of a WQE");
+
+union udp_sa {
+    struct sockaddr sa;
+    struct sockaddr_in in;
+    struct sockaddr_in6 in6;
+};
+
+struct sr_udp {
+    int fd;
+    bool ipv6;
+    uint16_t port;
+    uint8_t addr[16];
+    struct sr_udp_stats stats;
+    uint8_t *rx_mem; /* SR_UDP_BATCH slots of UDP_RX_SLOT bytes */
+    struct mmsghdr rx_msg[SR_UDP_BATCH];
+    struct iovec rx_iov[SR_UDP_BATCH];
+    union udp_sa rx_name[SR_UDP_BATCH];
+};
+
+static const uint8_t v4_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+static bool gid_is_v4(const uint8_t *gid)
+{
+    return memcmp(gid, v4_prefix, sizeof(v4_prefix)) == 0;
+}
+
+/* errno of a failed socket call -> SR_ERR_* (errno itself is kept). */
+static int udp_err(int e)
+{
+    switch (e) {
+    case EAGAIN:
+#if EWOULDBLOCK != EAGAIN
+    case EWOULDBLOCK:
+#endif
+    case ENOBUFS:
+    case EINTR:
+    case EADDRINUSE:
+        return SR_ERR_BUSY;
+    case ENOMEM:
+        return SR_ERR_NOMEM;
+    case EMFILE:
+    case ENFILE:
+        return SR_ERR_LIMIT;
+    case EAFNOSUPPORT:
+    case EPROTONOSUPPORT:
+        return SR_ERR_NOTSUP;
+    case EMSGSIZE:
+        return SR_ERR_RANGE;
+    default: /* EADDRNOTAVAIL, EINVAL, ECONNREFUSED, ENETUNREACH, EACCES ... */
+        return SR_ERR_INVAL;
+    }
+}
+
+static void sa_from_gid(union udp_sa *sa, socklen_t *len, bool ipv6, const uint8_t *gid,
+                        uint16_t port)
+{
+    memset(sa, 0, sizeof(*sa));
+    if (ipv6) {
+        sa->in6.sin6_family = AF_INET6;
+        sa->in6.sin6_port = htons(port);
+        memcpy(&sa->in6.sin6_addr, gid, 16);
+        *len = sizeof(sa->in6);
+    } else {
+        sa->in.sin_family = AF_INET;
+        sa->in.sin_port = htons(port);
+        memcpy(&sa->in.sin_addr, gid + 12, 4);
+        *len = sizeof(sa->in);
+    }
+}
+
+/* Write the IP + UDP header the kernel produces (or produced) for a
+ * datagram of tlen transport bytes from src:sport to dst:dport; see the
+ * file comment for why these values. Returns the header length or a
+ * negative SR_ERR_*. */
+static int udp_pseudo_l3(bool ipv6, const uint8_t *src, uint16_t sport, const uint8_t *dst,
+                         uint16_t dport, size_t tlen, uint8_t *buf, size_t cap)
+{
+    struct sr_l3_addr a = {.ipv6 = ipv6, .src_port = sport};
+    size_t alen = ipv6 ? 16 : 4;
+    size_t aoff = ipv6 ? 0 : 12;
+    memcpy(a.src, src + aoff, alen);
+    memcpy(a.dst, dst + aoff, alen);
+    int hl = sr_l3_encode(&a, tlen, buf, cap);
+    if (hl < 0)
+        return hl;
+    /* sr_l3_encode writes the RoCEv2 port; a device bound elsewhere
+     * (tests, tools) receives on its own port. */
+    sr_put_be16(buf + hl - SR_UDP_HDR_LEN + 2, dport);
+    return hl;
+}
+
+static void udp_set_buf(int fd, int force_opt, int opt, uint32_t bytes)
+{
+    int v = (int)SR_MIN(bytes ? bytes : (uint32_t)UDP_DEFAULT_BUF, (uint32_t)(INT32_MAX / 2));
+    /* The FORCE variants pass net.core.[rw]mem_max but need CAP_NET_ADMIN;
+     * the plain ones are capped silently. A small buffer only costs drops,
+     * which the transport recovers from, so neither failure is fatal. */
+    if (setsockopt(fd, SOL_SOCKET, force_opt, &v, sizeof(v)) != 0)
+        (void)setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v));
+}
+
+static int udp_socket(bool ipv6, const struct sr_udp_cfg *cfg)
+{
+    int fd = socket(ipv6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    int off = 0, on = 1;
+    /* A second device on the same address must fail to bind, not share
+     * (and steal half of) the first one's traffic. */
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &off, sizeof(off)) != 0)
+        goto err_close;
+    if (ipv6) {
+        int pmtu = IPV6_PMTUDISC_DO;
+        /* A v4-mapped peer would need the IPv4 header for its ICRC. */
+        if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on)) != 0 ||
+            setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof(pmtu)) != 0)
+            goto err_close;
+    } else {
+        /* DF and identification 0: the header the ICRC is computed over. */
+        int pmtu = IP_PMTUDISC_DO;
+        if (setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu)) != 0)
+            goto err_close;
+    }
+    udp_set_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF, cfg->sndbuf);
+    udp_set_buf(fd, SO_RCVBUFFORCE, SO_RCVBUF, cfg->rcvbuf);
+    return fd;
+
+err_close:;
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+}
+
+static int udp_bind(int fd, bool ipv6, const uint8_t *gid, uint16_t port)
+{
+    union udp_sa sa;
+    socklen_t len;
+    sa_from_gid(&sa, &len, ipv6, gid, port);
+    return bind(fd, &sa.sa, len);
+}
+
+/* Claim 127.a.b.c, walking from the seed: consecutive seeds (pids) get
+ * distinct addresses, and a taken one (EADDRINUSE) costs one more bind.
+ * Host bytes 0 and 255 look like network/broadcast addresses to tools, and
+ * 127.0.0.1 is left to programs that expect to own it. */
+static int udp_bind_auto(int fd, uint32_t seed, uint16_t port, uint8_t *gid)
+{
+    memcpy(gid, v4_prefix, sizeof(v4_prefix));
+    for (uint32_t i = 0; i < SR_UDP_AUTO_TRIES; i++) {
+        uint32_t host = (seed + i) & 0xffffffu;
+        if ((host & 0xff) == 0 || (host & 0xff) == 0xff || host == 1)
+            continue;
+        gid[12] = 127;
+        gid[13] = (uint8_t)(host >> 16);
+        gid[14] = (uint8_t)(host >> 8);
+        gid[15] = (uint8_t)host;
+        if (udp_bind(fd, false, gid, port) == 0)
+            return 0;
+        if (errno != EADDRINUSE)
+            return udp_err(errno);
+    }
+    errno = EADDRINUSE;
+    return SR_ERR_LIMIT;
+}
+
+int sr_udp_open(const struct sr_udp_cfg *cfg, struct sr_udp **out)
+{
+    static const uint8_t zero[16];
+    if (!cfg || !out)
+        return SR_ERR_INVAL;
+    bool autoaddr = memcmp(cfg->addr, zero, 16) == 0;
+    bool ipv6 = !autoaddr && !gid_is_v4(cfg->addr);
+    /* A wildcard bind would leave the ICRC's destination address unknown. */
+    if (!autoaddr && !ipv6 && memcmp(cfg->addr + 12, zero, 4) == 0)
+        return SR_ERR_INVAL;
+
+    int err;
+    struct sr_udp *u = calloc(1, sizeof(*u));
+    if (!u)
+        return SR_ERR_NOMEM;
+    u->ipv6 = ipv6;
+    u->port = cfg->port ? cfg->port : SR_ROCE_UDP_PORT;
+    u->rx_mem = aligned_alloc(64, (size_t)SR_UDP_BATCH * UDP_RX_SLOT);
+    if (!u->rx_mem) {
+        err = SR_ERR_NOMEM;
+        goto err_free;
+    }
+    for (int i = 0; i < SR_UDP_BATCH; i++) {
+        u->rx_iov[i].iov_base = u->rx_mem + (size_t)i * UDP_RX_SLOT + UDP_RX_HEADROOM;
+        u->rx_iov[i].iov_len = UDP_RX_DATA;
+        u->rx_msg[i].msg_hdr.msg_iov = &u->rx_iov[i];
+        u->rx_msg[i].msg_hdr.msg_iovlen = 1;
+        u->rx_msg[i].msg_hdr.msg_name = &u->rx_name[i];
+    }
+
+    u->fd = udp_socket(ipv6, cfg);
+    if (u->fd < 0) {
+        err = udp_err(errno);
+        goto err_free_rx;
+    }
+    if (autoaddr) {
+        err = udp_bind_auto(u->fd, cfg->auto_seed, u->port, u->addr);
+        if (err)
+            goto err_close;
+    } else {
+        memcpy(u->addr, cfg->addr, 16);
+        if (udp_bind(u->fd, ipv6, u->addr, u->port) != 0) {
+            err = udp_err(errno);
+            goto err_close;
+        }
+    }
+    *out = u;
+    return 0;
+
+err_close:;
+    int e = errno;
+    close(u->fd);
+    errno = e;
+err_free_rx:
+    free(u->rx_mem);
+err_free:
+    free(u);
+    return err;
+}
+
+void sr_udp_close(struct sr_udp *u)
+{
+    if (!u)
+        return;
+    close(u->fd);
+    free(u->rx_mem);
+    free(u);
+}
+
+const uint8_t *sr_udp_addr(const struct sr_udp *u)
+{
+    return u->addr;
+}
+
+uint16_t sr_udp_port(const struct sr_udp *u)
+{
+    return u->port;
+}
+
+int sr_udp_fd(const struct sr_udp *u)
+{
+    return u->fd;
+}
+
+void sr_udp_stats(const struct sr_udp *u, struct sr_udp_stats *out)
+{
+    *out = u->stats;
+}
+
+/* The ICRC goes on the wire least-significant byte first (as sr_icrc_fill). */
+static void put_le32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+/* Everything but the sendmsg: checks, ICRC, the iovec. Returns the number
+ * of iovec entries or a negative SR_ERR_*. */
+static int udp_tx_prepare(const struct sr_udp *u, const struct sr_tx_pkt *t, struct iovec *iov,
+                          uint8_t *tail, size_t *tlen)
+{
+    if (!t || !t->hdr || !t->dgid || t->hdr_len < SR_BTH_LEN || t->pad_len > 3 ||
+        t->iov_cnt > SR_UDP_MAX_IOV || (t->iov_cnt && !t->iov))
+        return SR_ERR_INVAL;
+    if (gid_is_v4(t->dgid) == u->ipv6)
+        return SR_ERR_INVAL; /* a device speaks only the family it is bound to */
+    *tlen = (size_t)t->hdr_len + t->payload_len + t->pad_len + SR_ICRC_LEN;
+
+    /* sr_icrc_begin wants IP + UDP + BTH contiguous; the remaining
+     * headers, the payload and the pad are fed to it where they lie. */
+    uint8_t l3[UDP_L3_MAX + SR_BTH_LEN];
+    int hl =
+        udp_pseudo_l3(u->ipv6, u->addr, u->port, t->dgid, SR_ROCE_UDP_PORT, *tlen, l3, UDP_L3_MAX);
+    if (hl < 0)
+        return hl;
+    memcpy(l3 + hl, t->hdr, SR_BTH_LEN);
+    struct sr_icrc_ctx c;
+    int err = sr_icrc_begin(&c, l3, (size_t)hl + SR_BTH_LEN);
+    if (err)
+        return err;
+    sr_icrc_update(&c, t->hdr + SR_BTH_LEN, t->hdr_len - SR_BTH_LEN);
+
+    int n = 0;
+    iov[n++] = (struct iovec){.iov_base = (void *)t->hdr, .iov_len = t->hdr_len};
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < t->iov_cnt; i++) {
+        if (!t->iov[i].len)
+            continue;
+        sr_icrc_update(&c, t->iov[i].base, t->iov[i].len);
+        /* sendmsg only reads; the cast drops const for struct iovec. */
+        iov[n++] = (struct iovec){.iov_base = (void *)t->iov[i].base, .iov_len = t->iov[i].len};
+        sum += t->iov[i].len;
+    }
+    if (sum != t->payload_len)
+        return SR_ERR_INVAL;
+    memset(tail, 0, t->pad_len);
+    sr_icrc_update(&c, tail, t->pad_len);
+    put_le32(tail + t->pad_len, sr_icrc_final(&c));
+    iov[n++] = (struct iovec){.iov_base = tail, .iov_len = t->pad_len + SR_ICRC_LEN};
+    return n;
+}
+
+/* One sendmsg per packet. Batching (sendmmsg of what a progress pass
+ * produced) and UDP GSO (UDP_SEGMENT for same-size packets to one peer)
+ * come later, behind this same function's contract. */
+int sr_udp_send(struct sr_udp *u, const struct sr_tx_pkt *t)
+{
+    struct iovec iov[SR_UDP_MAX_IOV + 2];
+    uint8_t tail[3 + SR_ICRC_LEN];
+    size_t tlen = 0;
+    int n = udp_tx_prepare(u, t, iov, tail, &tlen);
+    if (n < 0) {
+        u->stats.tx_drops++;
+        return n;
+    }
+
+    union udp_sa sa;
+    socklen_t salen;
+    sa_from_gid(&sa, &salen, u->ipv6, t->dgid, SR_ROCE_UDP_PORT);
+    struct msghdr mh = {
+        .msg_name = &sa,
+        .msg_namelen = salen,
+        .msg_iov = iov,
+        .msg_iovlen = (size_t)n,
+    };
+    ssize_t r;
+    do {
+        r = sendmsg(u->fd, &mh, MSG_DONTWAIT);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) {
+        /* EAGAIN/ENOBUFS (queue full), ECONNREFUSED, ENETUNREACH ...: the
+         * packet is lost like on a wire; the transport retransmits. */
+        u->stats.tx_drops++;
+        return udp_err(errno);
+    }
+    u->stats.tx_pkts++;
+    u->stats.tx_bytes += tlen;
+    return 0;
+}
+
+static void gid_from_sa(const union udp_sa *sa, uint8_t *gid, uint16_t *port)
+{
+    if (sa->sa.sa_family == AF_INET6) {
+        memcpy(gid, &sa->in6.sin6_addr, 16);
+        *port = ntohs(sa->in6.sin6_port);
+    } else {
+        memcpy(gid, v4_prefix, sizeof(v4_prefix));
+        memcpy(gid + 12, &sa->in.sin_addr, 4);
+        *port = ntohs(sa->in.sin_port);
+    }
+}
+
+/* Check one received datagram and hand it on when valid. */
+static void udp_rx_one(struct sr_udp *u, int i, sr_udp_rx_fn cb, void *arg)
+{
+    const struct mmsghdr *m = &u->rx_msg[i];
+    uint8_t *pkt = u->rx_iov[i].iov_base;
+    size_t len = m->msg_len;
+    if (m->msg_hdr.msg_flags & MSG_TRUNC) {
+        u->stats.rx_long_drops++;
+        return;
+    }
+    if (len < SR_BTH_LEN + SR_ICRC_LEN) {
+        u->stats.rx_short_drops++;
+        return;
+    }
+    uint8_t src[16];
+    uint16_t sport;
+    gid_from_sa(&u->rx_name[i], src, &sport);
+
+    /* The pseudo header goes into the headroom right before pkt, making
+     * the datagram look as it did on the wire. */
+    size_t hl = (u->ipv6 ? SR_IPV6_HDR_LEN : SR_IPV4_HDR_LEN) + SR_UDP_HDR_LEN;
+    uint8_t *ip = pkt - hl;
+    if (udp_pseudo_l3(u->ipv6, src, sport, u->addr, u->port, len, ip, hl) < 0 ||
+        sr_icrc_verify(ip, hl + len) != 0) {
+        u->stats.rx_icrc_drops++;
+        return;
+    }
+    u->stats.rx_pkts++;
+    u->stats.rx_bytes += len;
+    cb(arg, pkt, len, src);
+}
+
+int sr_udp_recv(struct sr_udp *u, sr_udp_rx_fn cb, void *arg, int max)
+{
+    if (!u || !cb || max < 0)
+        return SR_ERR_INVAL;
+    int got = 0;
+    while (got < max) {
+        unsigned want = (unsigned)SR_MIN(max - got, SR_UDP_BATCH);
+        for (unsigned i = 0; i < want; i++) {
+            /* The kernel overwrites both on every call. */
+            u->rx_msg[i].msg_hdr.msg_namelen = sizeof(u->rx_name[i]);
+            u->rx_msg[i].msg_hdr.msg_flags = 0;
+        }
+        int r;
+        do {
+            r = recvmmsg(u->fd, u->rx_msg, want, MSG_DONTWAIT, NULL);
+        } while (r < 0 && errno == EINTR);
+        if (r < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                break;
+            /* A later call reports the error again if it persists. */
+            return got ? got : udp_err(errno);
+        }
+        for (int i = 0; i < r; i++)
+            udp_rx_one(u, i, cb, arg);
+        got += r;
+        if ((unsigned)r < want)
+            break; /* queue drained: save the EAGAIN round trip */
+    }
+    return got;
+}

@@ -1,0 +1,223 @@
+/* nic.c: the per-device progress thread around the engine and the UDP
+ * driver. */
+#include "sr_nic.h"
+#include "sr_util.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+enum {
+    RX_BATCH = 64,
+};
+
+struct sr_nic {
+    pthread_mutex_t lock;
+    struct sr_engine *eng;
+    struct sr_udp *udp;
+    pthread_t thread;
+    int epfd, evfd;
+    atomic_bool stop;
+    _Atomic uint64_t sleep_until; /* deadline the thread sleeps towards; 0 = awake */
+    uint64_t now;                 /* time of the batch being received */
+    /* Poll this long after the last packet before blocking. 0 by default:
+     * the application thread polls inline, and on few cores a spinning NIC
+     * thread only steals its time. */
+    uint64_t spin_ns;
+    struct sr_engine_ops user_ops; /* the layer above's cq/async callbacks */
+    void *user_ctx;
+};
+
+uint64_t sr_nic_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int nic_tx(void *ctx, const struct sr_tx_pkt *pkt)
+{
+    struct sr_nic *nic = ctx;
+    return sr_udp_send(nic->udp, pkt);
+}
+
+static void nic_cq_event(void *ctx, struct sr_cq *cq, bool solicited)
+{
+    struct sr_nic *nic = ctx;
+    if (nic->user_ops.cq_event)
+        nic->user_ops.cq_event(nic->user_ctx, cq, solicited);
+}
+
+static void nic_async_event(void *ctx, enum sr_event_type type, void *obj)
+{
+    struct sr_nic *nic = ctx;
+    if (nic->user_ops.async_event)
+        nic->user_ops.async_event(nic->user_ctx, type, obj);
+}
+
+static void nic_rx(void *arg, const uint8_t *pkt, size_t len, const uint8_t *src_gid)
+{
+    struct sr_nic *nic = arg;
+    sr_engine_rx(nic->eng, pkt, len, src_gid, nic->now);
+}
+
+int sr_nic_progress(struct sr_nic *nic)
+{
+    int total = 0;
+    for (;;) {
+        nic->now = sr_nic_now();
+        int n = sr_udp_recv(nic->udp, nic_rx, nic, RX_BATCH);
+        if (n <= 0)
+            break;
+        total += n;
+        if (n < RX_BATCH)
+            break;
+    }
+    uint64_t now = sr_nic_now();
+    if (sr_engine_next_deadline(nic->eng) <= now)
+        sr_engine_advance(nic->eng, now);
+    return total;
+}
+
+void sr_nic_kick(struct sr_nic *nic)
+{
+    uint64_t sleeping = atomic_load(&nic->sleep_until);
+    if (sleeping && sr_engine_next_deadline(nic->eng) < sleeping) {
+        uint64_t one = 1;
+        ssize_t r = write(nic->evfd, &one, sizeof(one));
+        (void)r; /* a full counter already wakes the thread */
+    }
+}
+
+static void *nic_thread(void *arg)
+{
+    struct sr_nic *nic = arg;
+    uint64_t last_busy = 0;
+    while (!atomic_load(&nic->stop)) {
+        pthread_mutex_lock(&nic->lock);
+        int n = sr_nic_progress(nic);
+        uint64_t deadline = sr_engine_next_deadline(nic->eng);
+        uint64_t now = sr_nic_now();
+        if (n > 0)
+            last_busy = now;
+        bool spin = now - last_busy < nic->spin_ns;
+        if (!spin)
+            atomic_store(&nic->sleep_until, deadline == UINT64_MAX ? UINT64_MAX : deadline);
+        pthread_mutex_unlock(&nic->lock);
+        if (spin)
+            continue;
+        /* Block until a packet, a kick, or the next deadline. */
+        struct epoll_event ev[2];
+        struct timespec ts, *tsp = NULL;
+        if (deadline != UINT64_MAX) {
+            uint64_t wait = deadline > now ? deadline - now : 0;
+            ts.tv_sec = (time_t)(wait / 1000000000ull);
+            ts.tv_nsec = (long)(wait % 1000000000ull);
+            tsp = &ts;
+        }
+        int k = epoll_pwait2(nic->epfd, ev, 2, tsp, NULL);
+        atomic_store(&nic->sleep_until, 0);
+        for (int i = 0; i < k; i++) {
+            if (ev[i].data.fd == nic->evfd) {
+                uint64_t v;
+                ssize_t r = read(nic->evfd, &v, sizeof(v));
+                (void)r;
+            }
+        }
+    }
+    return NULL;
+}
+
+int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out)
+{
+    struct sr_nic *nic = calloc(1, sizeof(*nic));
+    if (!nic)
+        return SR_ERR_NOMEM;
+    nic->epfd = nic->evfd = -1;
+    pthread_mutex_init(&nic->lock, NULL);
+    int err = sr_udp_open(&cfg->udp, &nic->udp);
+    if (err)
+        goto err_free;
+    struct sr_engine_cfg ec = cfg->engine;
+    memcpy(ec.gid, sr_udp_addr(nic->udp), 16);
+    nic->user_ops = cfg->engine.ops;
+    nic->user_ctx = cfg->engine.ops_ctx;
+    ec.ops.tx = nic_tx;
+    ec.ops.cq_event = nic_cq_event;
+    ec.ops.async_event = nic_async_event;
+    ec.ops_ctx = nic;
+    err = sr_engine_create(&ec, &nic->eng);
+    if (err)
+        goto err_udp;
+    err = SR_ERR_NOMEM;
+    nic->epfd = epoll_create1(EPOLL_CLOEXEC);
+    nic->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (nic->epfd < 0 || nic->evfd < 0)
+        goto err_engine;
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = sr_udp_fd(nic->udp)};
+    if (epoll_ctl(nic->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev))
+        goto err_engine;
+    ev.data.fd = nic->evfd;
+    if (epoll_ctl(nic->epfd, EPOLL_CTL_ADD, nic->evfd, &ev))
+        goto err_engine;
+    if (pthread_create(&nic->thread, NULL, nic_thread, nic))
+        goto err_engine;
+    *out = nic;
+    return 0;
+
+err_engine:
+    if (nic->epfd >= 0)
+        close(nic->epfd);
+    if (nic->evfd >= 0)
+        close(nic->evfd);
+    sr_engine_destroy(nic->eng);
+err_udp:
+    sr_udp_close(nic->udp);
+err_free:
+    pthread_mutex_destroy(&nic->lock);
+    free(nic);
+    return err;
+}
+
+void sr_nic_close(struct sr_nic *nic)
+{
+    if (!nic)
+        return;
+    atomic_store(&nic->stop, true);
+    uint64_t one = 1;
+    ssize_t r = write(nic->evfd, &one, sizeof(one));
+    (void)r;
+    pthread_join(nic->thread, NULL);
+    close(nic->epfd);
+    close(nic->evfd);
+    sr_engine_destroy(nic->eng);
+    sr_udp_close(nic->udp);
+    pthread_mutex_destroy(&nic->lock);
+    free(nic);
+}
+
+struct sr_engine *sr_nic_engine(struct sr_nic *nic)
+{
+    return nic->eng;
+}
+const uint8_t *sr_nic_gid(const struct sr_nic *nic)
+{
+    return sr_udp_addr(nic->udp);
+}
+void sr_nic_lock(struct sr_nic *nic)
+{
+    pthread_mutex_lock(&nic->lock);
+}
+void sr_nic_unlock(struct sr_nic *nic)
+{
+    pthread_mutex_unlock(&nic->lock);
+}
+void sr_nic_udp_stats(struct sr_nic *nic, struct sr_udp_stats *out)
+{
+    sr_udp_stats(nic->udp, out);
+}

@@ -1,0 +1,38 @@
+/* sr_nic.h: the progress layer: one soft NIC = an engine, the UDP driver
+ * bound to the device address, a lock, and a thread that is the NIC
+ * (receives, runs the responder, fires deadlines, transmits). The thread
+ * blocks in epoll when there is nothing to do; the application thread can
+ * also drive progress inline (sr_nic_progress) for latency.
+ *
+ * Locking: every engine call goes through sr_nic_lock/unlock. The engine
+ * calls back (tx, cq_event, async_event) with the lock held. */
+#ifndef SR_NIC_H
+#define SR_NIC_H
+
+#include "sr_engine.h"
+#include "sr_udp.h"
+
+struct sr_nic;
+
+struct sr_nic_cfg {
+    struct sr_udp_cfg udp;
+    struct sr_engine_cfg engine; /* limits and cq/async callbacks; gid and tx are set here */
+};
+
+int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out);
+void sr_nic_close(struct sr_nic *nic);
+struct sr_engine *sr_nic_engine(struct sr_nic *nic);
+const uint8_t *sr_nic_gid(const struct sr_nic *nic);
+void sr_nic_lock(struct sr_nic *nic);
+void sr_nic_unlock(struct sr_nic *nic);
+/* Monotonic time in ns: the engine's clock. */
+uint64_t sr_nic_now(void);
+/* With the lock held: after work was posted, make sure the NIC thread
+ * notices a deadline earlier than the one it sleeps until. */
+void sr_nic_kick(struct sr_nic *nic);
+/* With the lock held: receive what is waiting and fire due timers. Returns
+ * the number of packets processed. */
+int sr_nic_progress(struct sr_nic *nic);
+void sr_nic_udp_stats(struct sr_nic *nic, struct sr_udp_stats *out);
+
+#endif

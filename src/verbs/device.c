@@ -1,0 +1,635 @@
+/* device.c: the soft device, its discovery and attributes: device list,
+ * open/close, query_device(_ex), query_port (op and exported fallback),
+ * GIDs, P_Keys, sysfs emulation, async events, string and rate helpers. */
+#include "sv.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum {
+    SV_VENDOR_ID = 0x5352, /* "SR": our own, not a hardware vendor's */
+    SV_VENDOR_PART = 0x0001,
+    SV_GID_TBL_LEN = 2, /* small: perftest queries every index */
+};
+
+static const char sv_ibdev_path[] = "/sys/class/infiniband/srdma0";
+
+int sv_errno(int err)
+{
+    switch (err) {
+    case 0:
+        return 0;
+    case SR_ERR_NOMEM:
+        return ENOMEM;
+    case SR_ERR_BUSY:
+        return EBUSY;
+    case SR_ERR_NOTSUP:
+        return EOPNOTSUPP;
+    case SR_ERR_LIMIT:
+        return ENOMEM;
+    case SR_ERR_RANGE:
+        return EINVAL;
+    default:
+        return EINVAL;
+    }
+}
+
+/* ---- configuration ---- */
+static void parse_config(struct sv_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->mtu = 4096;
+    const char *a = getenv("SOFTRDMA_ADDR");
+    if (a && *a) {
+        struct in_addr v4;
+        if (inet_pton(AF_INET, a, &v4) == 1) {
+            c->addr[10] = c->addr[11] = 0xff;
+            memcpy(c->addr + 12, &v4, 4);
+            c->addr_set = true;
+        } else if (inet_pton(AF_INET6, a, c->addr) == 1) {
+            c->addr_set = true;
+        } else {
+            fprintf(stderr, "softrdma: SOFTRDMA_ADDR=%s is not an IPv4 or IPv6 address\n", a);
+        }
+    }
+    const char *m = getenv("SOFTRDMA_MTU");
+    if (m && *m) {
+        unsigned long v = strtoul(m, NULL, 10);
+        if (v == 256 || v == 512 || v == 1024 || v == 2048 || v == 4096)
+            c->mtu = (uint32_t)v;
+        else
+            fprintf(stderr, "softrdma: SOFTRDMA_MTU=%s ignored (256, 512, 1024, 2048 or 4096)\n",
+                    m);
+    }
+}
+
+/* ---- the device ---- */
+static struct sv_device sv_dev;
+static pthread_once_t sv_once = PTHREAD_ONCE_INIT;
+
+static void device_init(void)
+{
+    struct sv_device *d = &sv_dev;
+    parse_config(&d->cfg);
+    pthread_mutex_init(&d->lock, NULL);
+    d->ibdev.node_type = IBV_NODE_CA;
+    d->ibdev.transport_type = IBV_TRANSPORT_IB;
+    snprintf(d->ibdev.name, sizeof(d->ibdev.name), "srdma0");
+    snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "uverbs0");
+    snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path), "/sys/class/infiniband_verbs/uverbs0");
+    snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path), "%s", sv_ibdev_path);
+    /* GUID: EUI-64-like, from our vendor id and the process (the device
+     * address is only claimed when the device is opened). */
+    uint64_t g = 0x02535200000000ull | ((uint64_t)getpid() & 0xffffffu);
+    d->guid = __builtin_bswap64(g);
+}
+
+struct sv_device *sv_device_get(void)
+{
+    pthread_once(&sv_once, device_init);
+    return &sv_dev;
+}
+
+int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_nic **out)
+{
+    (void)ctx;
+    pthread_mutex_lock(&dev->lock);
+    int err = 0;
+    if (!dev->nic) {
+        struct sr_nic_cfg cfg = {0};
+        if (dev->cfg.addr_set)
+            memcpy(cfg.udp.addr, dev->cfg.addr, 16);
+        cfg.udp.auto_seed = (uint32_t)getpid();
+        cfg.engine.ops.cq_event = sv_engine_cq_event;
+        cfg.engine.ops.async_event = sv_engine_async_event;
+        cfg.engine.ops_ctx = dev;
+        cfg.engine.port_mtu = dev->cfg.mtu;
+        err = sr_nic_open(&cfg, &dev->nic);
+        if (!err) {
+            memcpy(dev->gid, sr_nic_gid(dev->nic), 16);
+        }
+    }
+    if (!err) {
+        dev->nic_refs++;
+        *out = dev->nic;
+    }
+    pthread_mutex_unlock(&dev->lock);
+    return err;
+}
+
+void sv_device_nic_put(struct sv_device *dev)
+{
+    pthread_mutex_lock(&dev->lock);
+    if (--dev->nic_refs == 0) {
+        sr_nic_close(dev->nic);
+        dev->nic = NULL;
+    }
+    pthread_mutex_unlock(&dev->lock);
+}
+
+SV_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
+{
+    struct sv_device *d = sv_device_get();
+    struct ibv_device **list = calloc(2, sizeof(*list));
+    if (!list) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    list[0] = &d->ibdev;
+    if (num_devices)
+        *num_devices = 1;
+    return list;
+}
+
+SV_EXPORT void ibv_free_device_list(struct ibv_device **list)
+{
+    free(list);
+}
+
+SV_EXPORT const char *ibv_get_device_name(struct ibv_device *device)
+{
+    return device->name;
+}
+
+SV_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
+{
+    return sr_container_of(device, struct sv_device, ibdev)->guid;
+}
+
+SV_EXPORT int ibv_get_device_index(struct ibv_device *device)
+{
+    (void)device;
+    return 0;
+}
+
+static int sv_query_port(struct ibv_context *context, uint8_t port_num,
+                         struct ibv_port_attr *port_attr, size_t port_attr_len);
+static int sv_query_device_ex(struct ibv_context *context,
+                              const struct ibv_query_device_ex_input *input,
+                              struct ibv_device_attr_ex *attr, size_t attr_size);
+
+SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+    struct sv_device *dev = sr_container_of(device, struct sv_device, ibdev);
+    struct sv_context *ctx = calloc(1, sizeof(*ctx));
+    if (!ctx) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    ctx->async_pipe[0] = ctx->async_pipe[1] = -1;
+    int err = sv_device_nic_get(dev, ctx, &ctx->nic);
+    if (err) {
+        free(ctx);
+        errno = err == SR_ERR_NOMEM ? ENOMEM : EADDRNOTAVAIL;
+        return NULL;
+    }
+    if (pipe2(ctx->async_pipe, O_CLOEXEC)) {
+        sv_device_nic_put(dev);
+        free(ctx);
+        return NULL;
+    }
+    ctx->dev = dev;
+    struct ibv_context *c = &ctx->vctx.context;
+    c->device = device;
+    c->cmd_fd = -1;
+    c->async_fd = ctx->async_pipe[0];
+    c->num_comp_vectors = 1;
+    pthread_mutex_init(&c->mutex, NULL);
+    c->abi_compat = __VERBS_ABI_IS_EXTENDED;
+    ctx->vctx.sz = sizeof(ctx->vctx);
+    sv_init_ops(ctx);
+    ctx->vctx.query_port = sv_query_port;
+    ctx->vctx.query_device_ex = sv_query_device_ex;
+    return c;
+}
+
+SV_EXPORT int ibv_close_device(struct ibv_context *context)
+{
+    struct sv_context *ctx = sv_ctx(context);
+    sv_device_nic_put(ctx->dev);
+    close(ctx->async_pipe[0]);
+    close(ctx->async_pipe[1]);
+    pthread_mutex_destroy(&context->mutex);
+    free(ctx);
+    return 0;
+}
+
+/* ---- attributes ---- */
+static void fill_device_attr(struct sv_device *d, struct ibv_device_attr *a)
+{
+    memset(a, 0, sizeof(*a));
+    snprintf(a->fw_ver, sizeof(a->fw_ver), "softrdma-0.1");
+    a->node_guid = d->guid;
+    a->sys_image_guid = d->guid;
+    a->max_mr_size = UINT64_MAX;
+    a->page_size_cap = 4096;
+    a->vendor_id = SV_VENDOR_ID;
+    a->vendor_part_id = SV_VENDOR_PART;
+    a->hw_ver = 1;
+    a->max_qp = 16384 - 16;
+    a->max_qp_wr = 1 << 15;
+    a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT |
+                          IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_N_NOTIFY_CQ;
+    a->max_sge = SR_MAX_SGE;
+    a->max_sge_rd = SR_MAX_SGE;
+    a->max_cq = 16384;
+    a->max_cqe = 1 << 22;
+    a->max_mr = 65535;
+    a->max_pd = 4096;
+    a->max_qp_rd_atom = SR_MAX_RD_ATOMIC;
+    a->max_res_rd_atom = SR_MAX_RD_ATOMIC * 1024;
+    a->max_qp_init_rd_atom = SR_MAX_RD_ATOMIC;
+    a->atomic_cap = IBV_ATOMIC_HCA;
+    a->max_ah = 1 << 20;
+    a->max_srq = 4096;
+    a->max_srq_wr = 1 << 15;
+    a->max_srq_sge = SR_MAX_SGE;
+    a->max_pkeys = 1;
+    a->local_ca_ack_delay = 15;
+    a->phys_port_cnt = 1;
+}
+
+SV_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
+{
+    fill_device_attr(sv_ctx(context)->dev, attr);
+    return 0;
+}
+
+static int sv_query_device_ex(struct ibv_context *context,
+                              const struct ibv_query_device_ex_input *input,
+                              struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+    (void)input;
+    if (attr_size < sizeof(attr->orig_attr))
+        return EINVAL;
+    memset(attr, 0, attr_size);
+    fill_device_attr(sv_ctx(context)->dev, &attr->orig_attr);
+    return 0;
+}
+
+static enum ibv_mtu mtu_enum(uint32_t bytes)
+{
+    switch (bytes) {
+    case 256:
+        return IBV_MTU_256;
+    case 512:
+        return IBV_MTU_512;
+    case 1024:
+        return IBV_MTU_1024;
+    case 2048:
+        return IBV_MTU_2048;
+    default:
+        return IBV_MTU_4096;
+    }
+}
+
+static void fill_port_attr(struct sv_device *d, struct ibv_port_attr *p)
+{
+    p->state = IBV_PORT_ACTIVE;
+    p->max_mtu = IBV_MTU_4096;
+    p->active_mtu = mtu_enum(d->cfg.mtu);
+    p->gid_tbl_len = SV_GID_TBL_LEN;
+    p->port_cap_flags = IBV_PORT_CM_SUP;
+    p->max_msg_sz = SR_MAX_MSG_LEN;
+    p->bad_pkey_cntr = 0;
+    p->qkey_viol_cntr = 0;
+    p->pkey_tbl_len = 1;
+    p->lid = 0;
+    p->sm_lid = 0;
+    p->lmc = 0;
+    p->max_vl_num = 1;
+    p->sm_sl = 0;
+    p->subnet_timeout = 0;
+    p->init_type_reply = 0;
+    p->active_width = 2;  /* 4x */
+    p->active_speed = 32; /* EDR-class figure; the real rate is what the host moves */
+    p->phys_state = 5;    /* LinkUp */
+}
+
+static int sv_query_port(struct ibv_context *context, uint8_t port_num,
+                         struct ibv_port_attr *port_attr, size_t port_attr_len)
+{
+    if (port_num != 1)
+        return EINVAL;
+    struct ibv_port_attr p;
+    memset(&p, 0, sizeof(p));
+    fill_port_attr(sv_ctx(context)->dev, &p);
+    p.link_layer = IBV_LINK_LAYER_ETHERNET;
+    memset(port_attr, 0, port_attr_len);
+    memcpy(port_attr, &p, SR_MIN(port_attr_len, sizeof(p)));
+    return 0;
+}
+
+struct _compat_ibv_port_attr;
+/* The exported fallback writes only the 48-byte compat struct (ABI notes). */
+#undef ibv_query_port
+SV_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
+                             struct _compat_ibv_port_attr *port_attr);
+int ibv_query_port(struct ibv_context *context, uint8_t port_num,
+                   struct _compat_ibv_port_attr *port_attr)
+{
+    return sv_query_port(context, port_num, (struct ibv_port_attr *)port_attr,
+                         offsetof(struct ibv_port_attr, link_layer));
+}
+
+static bool gid_ok(struct ibv_context *context, uint8_t port_num, int index)
+{
+    (void)context;
+    return port_num == 1 && index >= 0 && index < SV_GID_TBL_LEN;
+}
+
+SV_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index,
+                            union ibv_gid *gid)
+{
+    if (!gid_ok(context, port_num, index))
+        return -1;
+    memset(gid, 0, sizeof(*gid));
+    if (index == 0)
+        memcpy(gid->raw, sv_ctx(context)->dev->gid, 16);
+    return 0;
+}
+
+/* IBVERBS_PRIVATE_34: sysfs GID type, 0 = IB/RoCE v1, 1 = RoCE v2. */
+SV_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
+                                 int *type);
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index, int *type)
+{
+    if (!gid_ok(context, port_num, (int)index))
+        return -1;
+    *type = 1;
+    return 0;
+}
+
+SV_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_index,
+                                struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)
+{
+    if (flags || entry_size < sizeof(*entry))
+        return EINVAL;
+    if (port_num != 1 || gid_index >= SV_GID_TBL_LEN)
+        return EINVAL;
+    if (gid_index != 0)
+        return ENODATA; /* empty slot */
+    memset(entry, 0, entry_size);
+    memcpy(entry->gid.raw, sv_ctx(context)->dev->gid, 16);
+    entry->gid_index = gid_index;
+    entry->port_num = port_num;
+    entry->gid_type = IBV_GID_TYPE_ROCE_V2;
+    entry->ndev_ifindex = 1; /* lo */
+    return 0;
+}
+
+SV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries,
+                                       size_t max_entries, uint32_t flags, size_t entry_size)
+{
+    if (flags || entry_size < sizeof(*entries))
+        return -EINVAL;
+    if (max_entries < 1)
+        return -EINVAL;
+    int r = _ibv_query_gid_ex(context, 1, 0, entries, 0, entry_size);
+    return r ? -r : 1;
+}
+
+SV_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 *pkey)
+{
+    (void)context;
+    if (port_num != 1 || index != 0)
+        return -1;
+    *pkey = htons(0xffff);
+    return 0;
+}
+
+SV_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pkey)
+{
+    (void)context;
+    return port_num == 1 && ntohs(pkey) == 0xffff ? 0 : -1;
+}
+
+/* ---- async events ---- */
+void sv_async_post(struct sv_context *ctx, enum ibv_event_type type, void *obj)
+{
+    struct sv_async_rec r = {.type = type, .obj = obj};
+    ssize_t n = write(ctx->async_pipe[1], &r, sizeof(r));
+    (void)n; /* a full pipe drops the event: the application is not reading them */
+}
+
+SV_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
+{
+    struct sv_async_rec r;
+    ssize_t n = read(context->async_fd, &r, sizeof(r));
+    if (n != (ssize_t)sizeof(r))
+        return -1;
+    memset(event, 0, sizeof(*event));
+    event->event_type = r.type;
+    switch (r.type) {
+    case IBV_EVENT_CQ_ERR:
+        event->element.cq = r.obj;
+        break;
+    case IBV_EVENT_SRQ_LIMIT_REACHED:
+    case IBV_EVENT_SRQ_ERR:
+        event->element.srq = r.obj;
+        break;
+    case IBV_EVENT_PORT_ACTIVE:
+    case IBV_EVENT_PORT_ERR:
+        event->element.port_num = 1;
+        break;
+    default:
+        event->element.qp = r.obj;
+        break;
+    }
+    return 0;
+}
+
+SV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
+{
+    (void)event;
+}
+
+/* ---- sysfs emulation: the clients read a few files of the device ---- */
+/* Exported by libibverbs but declared only in rdma-core's private headers. */
+SV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
+SV_EXPORT int ibv_get_sysfs_path(char *buf, size_t size);
+SV_EXPORT int ibv_dontfork_range(void *base, size_t size);
+SV_EXPORT int ibv_dofork_range(void *base, size_t size);
+
+SV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
+{
+    if (size == 0)
+        return -1;
+    if (!strcmp(dir, sv_ibdev_path)) {
+        const char *v = NULL;
+        if (!strcmp(file, "board_id"))
+            v = "SOFTRDMA_0001";
+        else if (!strcmp(file, "fw_ver"))
+            v = "softrdma-0.1";
+        else if (!strcmp(file, "node_type"))
+            v = "1: CA";
+        else if (!strcmp(file, "hw_rev"))
+            v = "1";
+        if (!v)
+            return -1;
+        int n = snprintf(buf, size, "%s", v);
+        return n < (int)size ? n : (int)size - 1;
+    }
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t len = read(fd, buf, size - 1);
+    close(fd);
+    if (len <= 0)
+        return -1;
+    buf[len] = '\0';
+    if (buf[len - 1] == '\n')
+        buf[--len] = '\0';
+    return (int)len;
+}
+
+SV_EXPORT int ibv_get_sysfs_path(char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "/sys");
+    return n < (int)size ? 0 : -1;
+}
+
+/* ---- strings ---- */
+SV_EXPORT const char *ibv_node_type_str(enum ibv_node_type node_type)
+{
+    static const char *const n[] = {"unknown",           "InfiniBand channel adapter",
+                                    "InfiniBand switch", "InfiniBand router",
+                                    "iWARP NIC",         "usNIC",
+                                    "usNIC UDP",         "unspecified"};
+    return node_type >= 0 && (size_t)node_type < SR_ARRAY_SIZE(n) ? n[node_type] : "unknown";
+}
+
+SV_EXPORT const char *ibv_port_state_str(enum ibv_port_state port_state)
+{
+    static const char *const s[] = {"PORT_NOP",   "PORT_DOWN",   "PORT_INIT",
+                                    "PORT_ARMED", "PORT_ACTIVE", "PORT_ACTIVE_DEFER"};
+    return (size_t)port_state < SR_ARRAY_SIZE(s) ? s[port_state] : "unknown";
+}
+
+SV_EXPORT const char *ibv_event_type_str(enum ibv_event_type event)
+{
+    static const char *const e[] = {"CQ error",
+                                    "local work queue catastrophic error",
+                                    "invalid request local work queue error",
+                                    "local access violation work queue error",
+                                    "communication established",
+                                    "send queue drained",
+                                    "path migrated",
+                                    "path migration request error",
+                                    "local catastrophic error",
+                                    "port active",
+                                    "port error",
+                                    "LID change",
+                                    "P_Key change",
+                                    "SM change",
+                                    "SRQ catastrophic error",
+                                    "SRQ limit reached",
+                                    "last WQE reached",
+                                    "client reregistration",
+                                    "GID table change",
+                                    "WQ fatal error"};
+    return (size_t)event < SR_ARRAY_SIZE(e) ? e[event] : "unknown";
+}
+
+SV_EXPORT const char *ibv_wc_status_str(enum ibv_wc_status status)
+{
+    static const char *const s[] = {"success",
+                                    "local length error",
+                                    "local QP operation error",
+                                    "local EE context operation error",
+                                    "local protection error",
+                                    "Work Request Flushed Error",
+                                    "memory management operation error",
+                                    "bad response error",
+                                    "local access error",
+                                    "remote invalid request error",
+                                    "remote access error",
+                                    "remote operation error",
+                                    "transport retry counter exceeded",
+                                    "RNR retry counter exceeded",
+                                    "local RDD violation error",
+                                    "remote invalid RD request",
+                                    "aborted error",
+                                    "invalid EE context number",
+                                    "invalid EE context state",
+                                    "fatal error",
+                                    "response timeout error",
+                                    "general error",
+                                    "TM error",
+                                    "TM rendezvous error"};
+    return (size_t)status < SR_ARRAY_SIZE(s) ? s[status] : "unknown";
+}
+
+/* ---- rates (IBA Table 219-style encodings as rdma-core numbers them) ---- */
+static const struct {
+    enum ibv_rate rate;
+    int mult;
+    int mbps;
+} rates[] = {
+    {IBV_RATE_2_5_GBPS, 1, 2500},   {IBV_RATE_5_GBPS, 2, 5000},     {IBV_RATE_10_GBPS, 4, 10000},
+    {IBV_RATE_20_GBPS, 8, 20000},   {IBV_RATE_30_GBPS, 12, 30000},  {IBV_RATE_40_GBPS, 16, 40000},
+    {IBV_RATE_60_GBPS, 24, 60000},  {IBV_RATE_80_GBPS, 32, 80000},  {IBV_RATE_120_GBPS, 48, 120000},
+    {IBV_RATE_14_GBPS, 0, 14062},   {IBV_RATE_56_GBPS, 0, 56250},   {IBV_RATE_112_GBPS, 0, 112500},
+    {IBV_RATE_168_GBPS, 0, 168750}, {IBV_RATE_25_GBPS, 0, 25781},   {IBV_RATE_100_GBPS, 0, 103125},
+    {IBV_RATE_200_GBPS, 0, 206250}, {IBV_RATE_300_GBPS, 0, 309375}, {IBV_RATE_28_GBPS, 0, 28125},
+    {IBV_RATE_50_GBPS, 0, 53125},   {IBV_RATE_400_GBPS, 0, 425000}, {IBV_RATE_600_GBPS, 0, 637500},
+};
+
+SV_EXPORT int ibv_rate_to_mult(enum ibv_rate rate)
+{
+    for (size_t i = 0; i < SR_ARRAY_SIZE(rates); i++)
+        if (rates[i].rate == rate && rates[i].mult)
+            return rates[i].mult;
+    return -1;
+}
+
+SV_EXPORT enum ibv_rate mult_to_ibv_rate(int mult)
+{
+    for (size_t i = 0; i < SR_ARRAY_SIZE(rates); i++)
+        if (rates[i].mult && rates[i].mult == mult)
+            return rates[i].rate;
+    return IBV_RATE_MAX;
+}
+
+SV_EXPORT int ibv_rate_to_mbps(enum ibv_rate rate)
+{
+    for (size_t i = 0; i < SR_ARRAY_SIZE(rates); i++)
+        if (rates[i].rate == rate)
+            return rates[i].mbps;
+    return -1;
+}
+
+SV_EXPORT enum ibv_rate mbps_to_ibv_rate(int mbps)
+{
+    for (size_t i = 0; i < SR_ARRAY_SIZE(rates); i++)
+        if (rates[i].mbps == mbps)
+            return rates[i].rate;
+    return IBV_RATE_MAX;
+}
+
+/* ---- fork and misc ---- */
+SV_EXPORT int ibv_fork_init(void)
+{
+    return 0;
+}
+SV_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void)
+{
+    return IBV_FORK_UNNEEDED;
+}
+SV_EXPORT int ibv_dontfork_range(void *base, size_t size)
+{
+    (void)base, (void)size;
+    return 0;
+}
+SV_EXPORT int ibv_dofork_range(void *base, size_t size)
+{
+    (void)base, (void)size;
+    return 0;
+}

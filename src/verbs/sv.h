@@ -1,0 +1,133 @@
+/* sv.h: softrdma's libibverbs (the "verbs" layer): objects that embed the
+ * ABI structs of the system <infiniband/verbs.h>, and the helpers the
+ * verbs files share. Errors at this boundary follow the verbs convention:
+ * a positive errno returned, or NULL with errno set. */
+#ifndef SV_H
+#define SV_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+
+#include "sr_engine.h"
+#include "sr_nic.h"
+#include "sr_util.h"
+
+#define SV_EXPORT __attribute__((visibility("default")))
+
+/* Environment, parsed once (SOFTRDMA_*). */
+struct sv_config {
+    uint8_t addr[16]; /* SOFTRDMA_ADDR, IPv4-mapped or IPv6; zero = auto loopback */
+    bool addr_set;
+    uint32_t mtu; /* SOFTRDMA_MTU: active MTU in bytes */
+};
+
+/* The device: one per process (the verbs API's device list is process
+ * wide). Its NIC is opened by the first ibv_open_device and shared. */
+struct sv_device {
+    struct ibv_device ibdev;
+    void *after_ibdev; /* vendor libraries read the word after ibv_device */
+    struct sv_config cfg;
+    pthread_mutex_t lock;
+    struct sr_nic *nic;
+    int nic_refs;
+    uint8_t gid[16]; /* bound address, known once the NIC is open */
+    uint64_t guid;   /* network order */
+};
+
+struct sv_context {
+    struct verbs_context vctx; /* ends with struct ibv_context */
+    struct sv_device *dev;
+    struct sr_nic *nic;
+    int async_pipe[2]; /* async events: struct sv_async_rec records */
+};
+
+struct sv_async_rec {
+    enum ibv_event_type type;
+    void *obj; /* ibv_cq / ibv_qp / ibv_srq, or NULL for port events */
+};
+
+struct sv_pd {
+    struct ibv_pd ibpd;
+    struct sr_pd *pd;
+};
+
+struct sv_mr {
+    struct ibv_mr ibmr;
+    struct sr_mr *mr;
+};
+
+struct sv_channel {
+    struct ibv_comp_channel ch;
+    int wfd; /* write end; ch.fd is the read end; records are struct sv_cq pointers */
+};
+
+struct sv_cq {
+    struct ibv_cq ibcq;
+    struct sr_cq *cq;
+};
+
+struct sv_srq {
+    struct ibv_srq ibsrq;
+    struct sr_srq *srq;
+};
+
+struct sv_ah {
+    struct ibv_ah ibah;
+    uint8_t dgid[16];
+};
+
+enum { SV_WR_BATCH = 64, SV_INLINE_STAGE = 4096 };
+
+struct sv_qp {
+    struct ibv_qp_ex qpex; /* starts with struct ibv_qp */
+    struct sr_qp *qp;
+    /* ibv_wr_* API: work requests staged between wr_start and wr_complete */
+    struct sr_send_wr wr[SV_WR_BATCH];
+    struct sr_sge sge[SV_WR_BATCH][SR_MAX_SGE];
+    uint8_t inline_stage[SV_INLINE_STAGE];
+    uint32_t inline_used;
+    uint32_t nwr;
+    int wr_err;
+};
+
+static inline struct sv_context *sv_ctx(struct ibv_context *c)
+{
+    return sr_container_of(sr_container_of(c, struct verbs_context, context), struct sv_context,
+                           vctx);
+}
+static inline struct sv_pd *sv_pd(struct ibv_pd *p)
+{
+    return sr_container_of(p, struct sv_pd, ibpd);
+}
+static inline struct sv_cq *sv_cq(struct ibv_cq *c)
+{
+    return sr_container_of(c, struct sv_cq, ibcq);
+}
+static inline struct sv_qp *sv_qp(struct ibv_qp *q)
+{
+    return sr_container_of(q, struct sv_qp, qpex.qp_base);
+}
+static inline struct sv_srq *sv_srq(struct ibv_srq *s)
+{
+    return sr_container_of(s, struct sv_srq, ibsrq);
+}
+
+/* errno for an SR_ERR_* code */
+int sv_errno(int err);
+
+/* device.c */
+struct sv_device *sv_device_get(void);
+int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_nic **out);
+void sv_device_nic_put(struct sv_device *dev);
+void sv_async_post(struct sv_context *ctx, enum ibv_event_type type, void *obj);
+
+/* objects.c: the context's ops and extended ops */
+void sv_init_ops(struct sv_context *ctx);
+void sv_engine_cq_event(void *ctx, struct sr_cq *cq, bool solicited);
+void sv_engine_async_event(void *ctx, enum sr_event_type type, void *obj);
+int sv_post_send_one(struct sv_qp *q, const struct sr_send_wr *wr);
+
+/* qp_ex.c */
+void sv_qp_ex_init(struct sv_qp *q, uint64_t send_ops_flags);
+
+#endif

@@ -1,0 +1,784 @@
+/* udp_test.c: the UDP driver on loopback only (127.0.0.0/8 and ::1):
+ * auto-claimed addresses, scatter sends with pad, ICRC interoperability
+ * with the wire codec's full-packet path in both directions and both IP
+ * versions, corrupt/short/long datagrams dropped and counted, explicit
+ * binds, address clashes, send errors, and a 1000-packet burst received in
+ * batches and in order. Every wait is bounded by a poll() timeout. */
+#include "sr_test.h"
+#include "sr_udp.h"
+#include "sr_util.h"
+#include "sr_wire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+enum { WAIT_MS = 2000, RX_KEEP = 16, PKT_MAX = 4096 + 128 };
+
+static const uint8_t v4_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+static const uint8_t v6_loopback[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+
+/* Where this run's addresses start, so that concurrent test runs (ctest -j,
+ * other engineers' tests) rarely probe the same 127.x addresses. */
+static uint32_t base_seed;
+
+/* ---- receive log ---- */
+struct rx_log {
+    int n; /* packets seen */
+    struct {
+        uint8_t data[PKT_MAX];
+        size_t len;
+        uint8_t src[16];
+    } pkt[RX_KEEP]; /* the first RX_KEEP, copied */
+    uint32_t *psn;  /* when set: the PSN of every packet, in arrival order */
+    int psn_cap;
+};
+
+static void rx_log_cb(void *arg, const uint8_t *pkt, size_t len, const uint8_t *src_gid)
+{
+    struct rx_log *log = arg;
+    if (log->n < RX_KEEP && len <= PKT_MAX) {
+        memcpy(log->pkt[log->n].data, pkt, len);
+        log->pkt[log->n].len = len;
+        memcpy(log->pkt[log->n].src, src_gid, 16);
+    }
+    if (log->psn && log->n < log->psn_cap)
+        log->psn[log->n] = sr_get_be24(pkt + 9);
+    log->n++;
+}
+
+/* Read until `want` datagrams (valid or not) were read or WAIT_MS of
+ * silence; at most max per sr_udp_recv call. Returns the number read and
+ * the number of calls that returned datagrams. */
+static int rx_wait(struct sr_udp *u, struct rx_log *log, int want, int max, int *calls)
+{
+    int got = 0;
+    while (got < want) {
+        int r = sr_udp_recv(u, rx_log_cb, log, max);
+        SR_CHECK(r >= 0 && r <= max);
+        if (r < 0)
+            break;
+        if (r > 0) {
+            got += r;
+            if (calls)
+                (*calls)++;
+            continue;
+        }
+        struct pollfd pfd = {.fd = sr_udp_fd(u), .events = POLLIN};
+        if (poll(&pfd, 1, WAIT_MS) <= 0)
+            break;
+    }
+    return got;
+}
+
+/* ---- addresses and plain sockets ---- */
+static void gid_v4(uint8_t *gid, uint32_t host)
+{
+    memcpy(gid, v4_prefix, 12);
+    gid[12] = 127;
+    gid[13] = (uint8_t)(host >> 16);
+    gid[14] = (uint8_t)(host >> 8);
+    gid[15] = (uint8_t)host;
+}
+
+static bool gid_is_v4(const uint8_t *gid)
+{
+    return memcmp(gid, v4_prefix, 12) == 0;
+}
+
+static void sa_of(const uint8_t *gid, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
+{
+    memset(ss, 0, sizeof(*ss));
+    if (gid_is_v4(gid)) {
+        struct sockaddr_in *in = (struct sockaddr_in *)ss;
+        in->sin_family = AF_INET;
+        in->sin_port = htons(port);
+        memcpy(&in->sin_addr, gid + 12, 4);
+        *len = sizeof(*in);
+    } else {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons(port);
+        memcpy(&in6->sin6_addr, gid, 16);
+        *len = sizeof(*in6);
+    }
+}
+
+/* A plain UDP socket (a foreign RoCEv2 stack, as far as the driver can
+ * tell) bound to gid:port, port 0 = ephemeral; *port_out is the bound
+ * port. DF like any RoCEv2 sender, so its IPv4 identification is 0. */
+static int plain_open(const uint8_t *gid, uint16_t port, uint16_t *port_out)
+{
+    bool v4 = gid_is_v4(gid);
+    int fd = socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    int on = 1, pmtu = v4 ? IP_PMTUDISC_DO : IPV6_PMTUDISC_DO;
+    if (!v4)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
+    setsockopt(fd, v4 ? IPPROTO_IP : IPPROTO_IPV6, v4 ? IP_MTU_DISCOVER : IPV6_MTU_DISCOVER, &pmtu,
+               sizeof(pmtu));
+    struct sockaddr_storage ss;
+    socklen_t len;
+    sa_of(gid, port, &ss, &len);
+    if (bind(fd, (struct sockaddr *)&ss, len) != 0 ||
+        getsockname(fd, (struct sockaddr *)&ss, &len) != 0) {
+        close(fd);
+        return -1;
+    }
+    if (port_out)
+        *port_out = ntohs(v4 ? ((struct sockaddr_in *)&ss)->sin_port
+                             : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    return fd;
+}
+
+/* A plain socket on a free 127.x address at `port`, searching from seed. */
+static int plain_open_v4(uint32_t seed, uint16_t port, uint8_t *gid, uint16_t *port_out)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t host = (seed + i) & 0xffffff;
+        if ((host & 0xff) == 0 || (host & 0xff) == 0xff || host == 1)
+            continue;
+        gid_v4(gid, host);
+        int fd = plain_open(gid, port, port_out);
+        if (fd >= 0)
+            return fd;
+    }
+    return -1;
+}
+
+static ssize_t plain_send(int fd, const uint8_t *gid, uint16_t port, const void *buf, size_t len)
+{
+    struct sockaddr_storage ss;
+    socklen_t salen;
+    sa_of(gid, port, &ss, &salen);
+    return sendto(fd, buf, len, 0, (struct sockaddr *)&ss, salen);
+}
+
+/* Receive one datagram on a plain socket, waiting at most WAIT_MS. */
+static ssize_t plain_recv(int fd, uint8_t *buf, size_t cap, uint8_t *src, uint16_t *sport)
+{
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    if (poll(&pfd, 1, WAIT_MS) <= 0)
+        return -1;
+    struct sockaddr_storage ss;
+    socklen_t salen = sizeof(ss);
+    ssize_t n = recvfrom(fd, buf, cap, MSG_DONTWAIT, (struct sockaddr *)&ss, &salen);
+    if (ss.ss_family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+        memcpy(src, v4_prefix, 12);
+        memcpy(src + 12, &in->sin_addr, 4);
+        *sport = ntohs(in->sin_port);
+    } else {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+        memcpy(src, &in6->sin6_addr, 16);
+        *sport = ntohs(in6->sin6_port);
+    }
+    return n;
+}
+
+static int dev_open_auto(uint32_t seed, struct sr_udp **u)
+{
+    struct sr_udp_cfg cfg = {.auto_seed = seed};
+    return sr_udp_open(&cfg, u);
+}
+
+/* ---- packets, through the wire codec's full-packet path ---- */
+
+/* Transport packet of opcode op with payload_len bytes of a pattern. */
+static void make_pkt(struct sr_pkt *p, uint8_t op, uint32_t psn, const uint8_t *payload,
+                     uint32_t payload_len)
+{
+    memset(p, 0, sizeof(*p));
+    p->bth.opcode = op;
+    p->bth.pkey = 0xffff;
+    p->bth.dest_qp = 0x123456;
+    p->bth.psn = psn & SR_PSN_MASK;
+    p->bth.ack_req = !(sr_opcode_info(op)->flags & SR_OPF_RESPONSE);
+    p->reth.va = 0x1000;
+    p->reth.rkey = 0xabcd;
+    p->reth.dma_len = payload_len;
+    p->payload = payload;
+    p->payload_len = payload_len;
+}
+
+/* IP/UDP headers (as Linux sends them for a DF socket: ID 0) + transport
+ * packet + ICRC by sr_icrc_fill. Returns the IP/UDP header length; *len is
+ * the whole length. */
+static int full_pkt(const struct sr_pkt *p, const uint8_t *src, uint16_t sport, const uint8_t *dst,
+                    uint16_t dport, uint8_t *buf, size_t cap, size_t *len)
+{
+    uint8_t tp[PKT_MAX];
+    int tlen = sr_wire_encode(p, tp, sizeof(tp));
+    if (tlen < 0)
+        return tlen;
+    struct sr_l3_addr a = {.ipv6 = !gid_is_v4(src), .src_port = sport, .ttl = 64};
+    memcpy(a.src, a.ipv6 ? src : src + 12, a.ipv6 ? 16 : 4);
+    memcpy(a.dst, a.ipv6 ? dst : dst + 12, a.ipv6 ? 16 : 4);
+    int hl = sr_l3_encode(&a, (size_t)tlen, buf, cap);
+    if (hl < 0 || (size_t)hl + (size_t)tlen > cap)
+        return SR_ERR_NOSPACE;
+    sr_put_be16(buf + hl - SR_UDP_HDR_LEN + 2, dport);
+    memcpy(buf + hl, tp, (size_t)tlen);
+    *len = (size_t)hl + (size_t)tlen;
+    int err = sr_icrc_fill(buf, *len);
+    return err ? err : hl;
+}
+
+/* Send p from device u with its payload cut into `pieces` iov pieces. */
+static int dev_send(struct sr_udp *u, const struct sr_pkt *p, const uint8_t *dgid, int pieces)
+{
+    uint8_t hdr[SR_MAX_HDR_LEN];
+    int hl = sr_wire_encode_hdr(p, hdr, sizeof(hdr));
+    if (hl < 0)
+        return hl;
+    struct sr_iov iov[SR_UDP_MAX_IOV];
+    uint32_t off = 0, cnt = 0;
+    for (int i = 0; i < pieces; i++) {
+        /* Uneven cuts, and empty pieces when pieces > payload_len. */
+        uint32_t take = i == pieces - 1 ? p->payload_len - off
+                                        : SR_MIN(p->payload_len - off, (uint32_t)(7 + i * 13));
+        iov[cnt++] = (struct sr_iov){.base = p->payload + off, .len = take};
+        off += take;
+    }
+    struct sr_tx_pkt t = {
+        .hdr = hdr,
+        .hdr_len = (uint32_t)hl,
+        .iov = iov,
+        .iov_cnt = cnt,
+        .payload_len = p->payload_len,
+        .pad_len = sr_wire_pad_len(p->payload_len),
+        .dgid = dgid,
+        .src_port = 0xc000,
+    };
+    return sr_udp_send(u, &t);
+}
+
+static uint8_t pattern[2 * SR_MAX_PMTU]; /* payloads start at small offsets into it */
+
+static void fill_pattern(void)
+{
+    for (size_t i = 0; i < sizeof(pattern); i++)
+        pattern[i] = (uint8_t)(i * 31 + 7);
+}
+
+/* ---- tests ---- */
+
+static void test_auto_two_devices(void)
+{
+    struct sr_udp *a = NULL, *b = NULL;
+    SR_CHECK_EQ(dev_open_auto(base_seed, &a), 0);
+    /* Same seed: b must walk past a's address. */
+    SR_CHECK_EQ(dev_open_auto(base_seed, &b), 0);
+    if (!a || !b)
+        goto out;
+    const uint8_t *ga = sr_udp_addr(a), *gb = sr_udp_addr(b);
+    SR_CHECK(memcmp(ga, gb, 16) != 0);
+    for (int k = 0; k < 2; k++) {
+        const uint8_t *g = k ? gb : ga;
+        SR_CHECK(gid_is_v4(g));
+        SR_CHECK_EQ(g[12], 127);
+        SR_CHECK(g[15] != 0 && g[15] != 255);
+        SR_CHECK(!(g[13] == 0 && g[14] == 0 && g[15] == 1));
+    }
+    SR_CHECK_EQ(sr_udp_port(a), SR_ROCE_UDP_PORT);
+
+    /* The socket is what the driver promises: non-blocking, close-on-exec,
+     * no address sharing, DF. */
+    int fd = sr_udp_fd(a), v = -1;
+    socklen_t vl = sizeof(v);
+    SR_CHECK(fcntl(fd, F_GETFL) & O_NONBLOCK);
+    SR_CHECK(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    SR_CHECK_EQ(getsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &v, &vl), 0);
+    SR_CHECK_EQ(v, 0);
+    SR_CHECK_EQ(getsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &v, &vl), 0);
+    SR_CHECK_EQ(v, IP_PMTUDISC_DO);
+
+    /* Seeds near 127.0.0.1 and at a .255 host byte skip the reserved ones. */
+    struct sr_udp *c = NULL;
+    if (dev_open_auto(1, &c) == 0) {
+        const uint8_t *g = sr_udp_addr(c);
+        SR_CHECK(!(g[13] == 0 && g[14] == 0 && g[15] == 1));
+        sr_udp_close(c);
+    }
+    if (dev_open_auto(0x0102ff, &c) == 0) {
+        SR_CHECK(sr_udp_addr(c)[15] != 255 && sr_udp_addr(c)[15] != 0);
+        sr_udp_close(c);
+    }
+out:
+    sr_udp_close(a);
+    sr_udp_close(b);
+}
+
+/* Scatter sends of several opcodes, payload sizes (every pad length) and
+ * iov cuts: the receiver gets exactly hdr | payload | pad | ICRC, with the
+ * ICRC the wire codec computes over the full IP packet. */
+static void test_send_recv_iov(void)
+{
+    static const struct {
+        uint8_t op;
+        uint32_t len;
+        int pieces;
+    } rows[] = {
+        {SR_OP_RC | SR_OP_SEND_ONLY, 0, 1},
+        {SR_OP_RC | SR_OP_SEND_ONLY, 1, 1},
+        {SR_OP_RC | SR_OP_SEND_ONLY, 2, 3},
+        {SR_OP_RC | SR_OP_SEND_ONLY, 3, 2},
+        {SR_OP_RC | SR_OP_SEND_ONLY, 5, 4},
+        {SR_OP_RC | SR_OP_WRITE_ONLY, 1023, 5},
+        {SR_OP_RC | SR_OP_WRITE_FIRST, 4096, 32},
+        {SR_OP_UC | SR_OP_WRITE_ONLY_IMM, 4095, 9},
+        {SR_OP_RC | SR_OP_ACK, 0, 0},
+    };
+    struct sr_udp *a = NULL, *b = NULL;
+    struct rx_log *log = calloc(1, sizeof(*log));
+    SR_CHECK_EQ(dev_open_auto(base_seed + 16, &a), 0);
+    SR_CHECK_EQ(dev_open_auto(base_seed + 32, &b), 0);
+    if (!a || !b || !log)
+        goto out;
+    uint64_t tx_bytes = 0;
+    for (size_t i = 0; i < SR_ARRAY_SIZE(rows); i++) {
+        struct sr_pkt p;
+        make_pkt(&p, rows[i].op, (uint32_t)i, pattern + i, rows[i].len);
+        SR_CHECK_EQ(dev_send(a, &p, sr_udp_addr(b), rows[i].pieces), 0);
+        tx_bytes += sr_wire_pkt_len(rows[i].op, rows[i].len);
+    }
+    int n = (int)SR_ARRAY_SIZE(rows);
+    SR_CHECK_EQ(rx_wait(b, log, n, 64, NULL), n);
+    SR_CHECK_EQ(log->n, n);
+    for (int i = 0; i < n && i < log->n; i++) {
+        sr_test_ctx = sr_opcode_name(rows[i].op);
+        struct sr_pkt p;
+        make_pkt(&p, rows[i].op, (uint32_t)i, pattern + i, rows[i].len);
+        uint8_t want[PKT_MAX + 64];
+        size_t wlen = 0;
+        int hl = full_pkt(&p, sr_udp_addr(a), SR_ROCE_UDP_PORT, sr_udp_addr(b), SR_ROCE_UDP_PORT,
+                          want, sizeof(want), &wlen);
+        SR_CHECK(hl > 0);
+        SR_CHECK_EQ(log->pkt[i].len, wlen - (size_t)hl);
+        if (hl > 0 && log->pkt[i].len == wlen - (size_t)hl)
+            SR_CHECK_MEM(log->pkt[i].data, want + hl, log->pkt[i].len);
+        SR_CHECK_MEM(log->pkt[i].src, sr_udp_addr(a), 16);
+        struct sr_pkt d;
+        SR_CHECK(sr_wire_decode(log->pkt[i].data, log->pkt[i].len, 4096, &d) > 0);
+        SR_CHECK_EQ(d.payload_len, rows[i].len);
+    }
+    sr_test_ctx = __func__;
+    struct sr_udp_stats sa, sb;
+    sr_udp_stats(a, &sa);
+    sr_udp_stats(b, &sb);
+    SR_CHECK_EQ(sa.tx_pkts, n);
+    SR_CHECK_EQ(sa.tx_bytes, tx_bytes);
+    SR_CHECK_EQ(sa.tx_drops, 0);
+    SR_CHECK_EQ(sb.rx_pkts, n);
+    SR_CHECK_EQ(sb.rx_bytes, tx_bytes);
+    SR_CHECK_EQ(sb.rx_icrc_drops + sb.rx_short_drops + sb.rx_long_drops, 0);
+out:
+    free(log);
+    sr_udp_close(a);
+    sr_udp_close(b);
+}
+
+/* IPv4 interoperability both ways with a plain socket that uses the wire
+ * codec's full-packet path (sr_l3_encode + sr_wire_encode + sr_icrc_fill,
+ * then the IP/UDP header stripped, as the kernel adds its own). */
+static void test_icrc_interop_v4(void)
+{
+    struct sr_udp *d = NULL;
+    struct rx_log *log = calloc(1, sizeof(*log));
+    uint8_t pg[16], buf[PKT_MAX + 64], src[16];
+    uint16_t pport = 0, sport = 0;
+    SR_CHECK_EQ(dev_open_auto(base_seed + 48, &d), 0);
+    /* Foreign sender on an ephemeral source port: RoCEv2 source ports are
+     * entropy and must be accepted. */
+    int fd = plain_open_v4(base_seed + 64, 0, pg, &pport);
+    SR_CHECK(fd >= 0);
+    if (!d || fd < 0 || !log)
+        goto out;
+
+    /* plain -> driver */
+    struct sr_pkt p;
+    make_pkt(&p, SR_OP_RC | SR_OP_WRITE_ONLY, 77, pattern, 333);
+    size_t len = 0;
+    int hl = full_pkt(&p, pg, pport, sr_udp_addr(d), SR_ROCE_UDP_PORT, buf, sizeof(buf), &len);
+    SR_CHECK(hl > 0);
+    SR_CHECK_EQ(plain_send(fd, sr_udp_addr(d), SR_ROCE_UDP_PORT, buf + hl, len - (size_t)hl),
+                (ssize_t)(len - (size_t)hl));
+    SR_CHECK_EQ(rx_wait(d, log, 1, 8, NULL), 1);
+    SR_CHECK_EQ(log->n, 1);
+    SR_CHECK_EQ(log->pkt[0].len, len - (size_t)hl);
+    SR_CHECK_MEM(log->pkt[0].data, buf + hl, len - (size_t)hl);
+    SR_CHECK_MEM(log->pkt[0].src, pg, 16);
+    close(fd);
+
+    /* driver -> plain: the plain socket listens on 4791 and checks the ICRC
+     * over the header it reconstructs with sr_l3_encode. */
+    fd = plain_open_v4(base_seed + 80, SR_ROCE_UDP_PORT, pg, NULL);
+    SR_CHECK(fd >= 0);
+    if (fd < 0)
+        goto out;
+    make_pkt(&p, SR_OP_RC | SR_OP_SEND_ONLY, 0xffffff, pattern + 5, 1001);
+    SR_CHECK_EQ(dev_send(d, &p, pg, 3), 0);
+    uint8_t l3[SR_IPV4_HDR_LEN + SR_UDP_HDR_LEN];
+    ssize_t n = plain_recv(fd, buf + sizeof(l3), sizeof(buf) - sizeof(l3), src, &sport);
+    SR_CHECK_EQ(n, (ssize_t)sr_wire_pkt_len(p.bth.opcode, 1001));
+    SR_CHECK_MEM(src, sr_udp_addr(d), 16);
+    SR_CHECK_EQ(sport, SR_ROCE_UDP_PORT);
+    if (n > 0) {
+        struct sr_l3_addr a = {.src_port = sport, .ttl = 1, .tos = 0xb8};
+        memcpy(a.src, src + 12, 4);
+        memcpy(a.dst, pg + 12, 4);
+        SR_CHECK_EQ(sr_l3_encode(&a, (size_t)n, buf, sizeof(l3)), (int)sizeof(l3));
+        SR_CHECK_EQ(sr_icrc_verify(buf, sizeof(l3) + (size_t)n), 0);
+        struct sr_pkt dp;
+        SR_CHECK(sr_wire_decode(buf + sizeof(l3), (size_t)n, 4096, &dp) > 0);
+        SR_CHECK_EQ(dp.bth.psn, 0xffffff);
+        SR_CHECK_MEM(dp.payload, pattern + 5, 1001);
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    free(log);
+    sr_udp_close(d);
+}
+
+/* Bad datagrams from a plain socket: one flipped payload byte, shorter than
+ * BTH + ICRC (including empty), larger than any RoCEv2 packet. Each is read,
+ * counted and never reaches the callback; a good one still does. */
+static void test_bad_datagrams(void)
+{
+    struct sr_udp *d = NULL;
+    struct rx_log *log = calloc(1, sizeof(*log));
+    uint8_t pg[16], buf[PKT_MAX + 64];
+    uint16_t pport = 0;
+    SR_CHECK_EQ(dev_open_auto(base_seed + 96, &d), 0);
+    int fd = plain_open_v4(base_seed + 112, 0, pg, &pport);
+    SR_CHECK(fd >= 0);
+    if (!d || fd < 0 || !log)
+        goto out;
+    const uint8_t *dg = sr_udp_addr(d);
+
+    struct sr_pkt p;
+    make_pkt(&p, SR_OP_RC | SR_OP_SEND_ONLY, 5, pattern, 64);
+    size_t len = 0;
+    int hl = full_pkt(&p, pg, pport, dg, SR_ROCE_UDP_PORT, buf, sizeof(buf), &len);
+    SR_CHECK(hl > 0);
+    uint8_t *tp = buf + hl;
+    size_t tlen = len - (size_t)hl;
+    tp[SR_BTH_LEN + 10] ^= 0x20; /* one payload byte */
+    SR_CHECK_EQ(plain_send(fd, dg, SR_ROCE_UDP_PORT, tp, tlen), (ssize_t)tlen);
+    tp[SR_BTH_LEN + 10] ^= 0x20;
+    tp[tlen - 1] ^= 1; /* the ICRC itself */
+    SR_CHECK_EQ(plain_send(fd, dg, SR_ROCE_UDP_PORT, tp, tlen), (ssize_t)tlen);
+    tp[tlen - 1] ^= 1;
+    SR_CHECK_EQ(plain_send(fd, dg, SR_ROCE_UDP_PORT, tp, SR_BTH_LEN + SR_ICRC_LEN - 1),
+                SR_BTH_LEN + SR_ICRC_LEN - 1);
+    SR_CHECK_EQ(plain_send(fd, dg, SR_ROCE_UDP_PORT, tp, 0), 0);
+    static uint8_t big[9000];
+    SR_CHECK_EQ(plain_send(fd, dg, SR_ROCE_UDP_PORT, big, sizeof(big)), (ssize_t)sizeof(big));
+    SR_CHECK_EQ(plain_send(fd, dg, SR_ROCE_UDP_PORT, tp, tlen), (ssize_t)tlen); /* good */
+
+    SR_CHECK_EQ(rx_wait(d, log, 6, 64, NULL), 6);
+    SR_CHECK_EQ(log->n, 1);
+    SR_CHECK_EQ(log->pkt[0].len, tlen);
+    SR_CHECK_MEM(log->pkt[0].data, tp, tlen);
+    struct sr_udp_stats s;
+    sr_udp_stats(d, &s);
+    SR_CHECK_EQ(s.rx_icrc_drops, 2);
+    SR_CHECK_EQ(s.rx_short_drops, 2);
+    SR_CHECK_EQ(s.rx_long_drops, 1);
+    SR_CHECK_EQ(s.rx_pkts, 1);
+    SR_CHECK_EQ(s.rx_bytes, tlen);
+out:
+    if (fd >= 0)
+        close(fd);
+    free(log);
+    sr_udp_close(d);
+}
+
+/* An explicit 127.0.0.x address; a device can talk to itself. */
+static void test_explicit_v4(void)
+{
+    struct sr_udp *d = NULL;
+    struct rx_log *log = calloc(1, sizeof(*log));
+    struct sr_udp_cfg cfg = {.sndbuf = 1 << 20, .rcvbuf = 1 << 20};
+    int err = SR_ERR_BUSY;
+    for (uint32_t x = 2; x < 255 && err == SR_ERR_BUSY; x++) {
+        gid_v4(cfg.addr, x);
+        err = sr_udp_open(&cfg, &d);
+    }
+    SR_CHECK_EQ(err, 0);
+    if (err || !log)
+        goto out;
+    SR_CHECK_MEM(sr_udp_addr(d), cfg.addr, 16);
+    struct sr_pkt p;
+    make_pkt(&p, SR_OP_UC | SR_OP_SEND_ONLY, 9, pattern, 17);
+    SR_CHECK_EQ(dev_send(d, &p, cfg.addr, 2), 0);
+    SR_CHECK_EQ(rx_wait(d, log, 1, 1, NULL), 1);
+    SR_CHECK_EQ(log->n, 1);
+    SR_CHECK_MEM(log->pkt[0].src, cfg.addr, 16);
+    SR_CHECK_EQ(log->pkt[0].len, sr_wire_pkt_len(p.bth.opcode, 17));
+out:
+    free(log);
+    sr_udp_close(d);
+}
+
+/* A taken address fails cleanly; auto-claim walks past a taken one. */
+static void test_addr_taken(void)
+{
+    struct sr_udp *a = NULL, *b = (struct sr_udp *)&b;
+    SR_CHECK_EQ(dev_open_auto(base_seed + 128, &a), 0);
+    if (!a)
+        return;
+    struct sr_udp_cfg cfg = {0};
+    memcpy(cfg.addr, sr_udp_addr(a), 16);
+    errno = 0;
+    SR_CHECK_EQ(sr_udp_open(&cfg, &b), SR_ERR_BUSY);
+    SR_CHECK_EQ(errno, EADDRINUSE);
+    SR_CHECK(b == (struct sr_udp *)&b); /* *out untouched on failure */
+
+    /* Someone else (a plain socket) holds the seed's first address. */
+    uint8_t pg[16];
+    int fd = plain_open_v4(base_seed + 144, SR_ROCE_UDP_PORT, pg, NULL);
+    SR_CHECK(fd >= 0);
+    if (fd >= 0) {
+        uint32_t host = (uint32_t)pg[13] << 16 | (uint32_t)pg[14] << 8 | pg[15];
+        b = NULL;
+        SR_CHECK_EQ(dev_open_auto(host, &b), 0);
+        if (b) {
+            SR_CHECK(memcmp(sr_udp_addr(b), pg, 16) != 0);
+            SR_CHECK_EQ(sr_udp_addr(b)[12], 127);
+            sr_udp_close(b);
+        }
+        close(fd);
+    }
+
+    /* Not a local address (TEST-NET-1, no traffic), and a wildcard. */
+    gid_v4(cfg.addr, 0);
+    cfg.addr[12] = 192;
+    cfg.addr[14] = 2;
+    cfg.addr[15] = 1;
+    errno = 0;
+    SR_CHECK_EQ(sr_udp_open(&cfg, &b), SR_ERR_INVAL);
+    SR_CHECK_EQ(errno, EADDRNOTAVAIL);
+    memset(cfg.addr + 12, 0, 4);
+    SR_CHECK_EQ(sr_udp_open(&cfg, &b), SR_ERR_INVAL);
+    SR_CHECK_EQ(sr_udp_open(NULL, &b), SR_ERR_INVAL);
+    SR_CHECK_EQ(sr_udp_open(&cfg, NULL), SR_ERR_INVAL);
+    sr_udp_close(a);
+    sr_udp_close(NULL);
+}
+
+/* Malformed sends are refused and counted; a send to a 127.x address with
+ * no listener succeeds (unconnected UDP ignores ICMP errors) and leaves the
+ * socket usable. */
+static void test_send_errors(void)
+{
+    struct sr_udp *d = NULL;
+    struct rx_log *log = calloc(1, sizeof(*log));
+    SR_CHECK_EQ(dev_open_auto(base_seed + 160, &d), 0);
+    if (!d || !log)
+        goto out;
+    uint8_t hdr[SR_MAX_HDR_LEN];
+    struct sr_pkt p;
+    make_pkt(&p, SR_OP_RC | SR_OP_SEND_ONLY, 1, pattern, 8);
+    int hl = sr_wire_encode_hdr(&p, hdr, sizeof(hdr));
+    struct sr_iov iov = {.base = pattern, .len = 8};
+    uint8_t dgid[16];
+    memcpy(dgid, sr_udp_addr(d), 16);
+    const struct sr_tx_pkt good = {.hdr = hdr,
+                                   .hdr_len = (uint32_t)hl,
+                                   .iov = &iov,
+                                   .iov_cnt = 1,
+                                   .payload_len = 8,
+                                   .dgid = dgid};
+    struct sr_tx_pkt t = good;
+    t.dgid = v6_loopback; /* other family */
+    SR_CHECK_EQ(sr_udp_send(d, &t), SR_ERR_INVAL);
+    t = good;
+    t.pad_len = 4;
+    SR_CHECK_EQ(sr_udp_send(d, &t), SR_ERR_INVAL);
+    t = good;
+    t.payload_len = 9; /* disagrees with the iov */
+    SR_CHECK_EQ(sr_udp_send(d, &t), SR_ERR_INVAL);
+    t = good;
+    t.hdr_len = SR_BTH_LEN - 1;
+    SR_CHECK_EQ(sr_udp_send(d, &t), SR_ERR_INVAL);
+    t = good;
+    t.iov_cnt = SR_UDP_MAX_IOV + 1;
+    SR_CHECK_EQ(sr_udp_send(d, &t), SR_ERR_INVAL);
+    SR_CHECK_EQ(sr_udp_send(d, NULL), SR_ERR_INVAL);
+    struct sr_udp_stats s;
+    sr_udp_stats(d, &s);
+    SR_CHECK_EQ(s.tx_drops, 6);
+    SR_CHECK_EQ(s.tx_pkts, 0);
+
+    uint8_t nobody[16];
+    gid_v4(nobody, (base_seed + 0x8000) & 0xffff00); /* host byte 0: nobody binds it */
+    nobody[15] = 254;
+    t = good;
+    t.dgid = nobody;
+    for (int i = 0; i < 3; i++)
+        SR_CHECK_EQ(sr_udp_send(d, &t), 0);
+    SR_CHECK_EQ(sr_udp_send(d, &good), 0);
+    SR_CHECK_EQ(rx_wait(d, log, 1, 8, NULL), 1);
+    SR_CHECK_EQ(log->n, 1);
+    SR_CHECK_EQ(sr_udp_recv(d, rx_log_cb, log, 8), 0);
+    SR_CHECK_EQ(sr_udp_recv(d, rx_log_cb, log, 0), 0);
+    SR_CHECK_EQ(sr_udp_recv(d, rx_log_cb, log, -1), SR_ERR_INVAL);
+out:
+    free(log);
+    sr_udp_close(d);
+}
+
+/* 1000 packets sent back to back arrive complete, in order, and in
+ * batches (fewer recv calls than packets). */
+static void test_burst(void)
+{
+    enum { N = 1000 };
+    struct sr_udp *a = NULL, *b = NULL;
+    struct rx_log *log = calloc(1, sizeof(*log));
+    uint32_t *psn = calloc(N, sizeof(*psn));
+    SR_CHECK_EQ(dev_open_auto(base_seed + 176, &a), 0);
+    SR_CHECK_EQ(dev_open_auto(base_seed + 192, &b), 0);
+    if (!a || !b || !log || !psn)
+        goto out;
+    log->psn = psn;
+    log->psn_cap = N;
+    int sent = 0;
+    for (int i = 0; i < N; i++) {
+        struct sr_pkt p;
+        make_pkt(&p, SR_OP_RC | SR_OP_SEND_MIDDLE, 0xfffe00u + (uint32_t)i, pattern + i % 64, 256);
+        sent += dev_send(a, &p, sr_udp_addr(b), 1 + i % 4) == 0;
+    }
+    SR_CHECK_EQ(sent, N);
+    int calls = 0;
+    SR_CHECK_EQ(rx_wait(b, log, N, 1000, &calls), N);
+    SR_CHECK_EQ(log->n, N);
+    SR_CHECK(calls > 0 && calls <= N / SR_UDP_BATCH + 4);
+    int in_order = 0;
+    for (int i = 0; i < N && i < log->n; i++)
+        in_order += psn[i] == ((0xfffe00u + (uint32_t)i) & SR_PSN_MASK);
+    SR_CHECK_EQ(in_order, N);
+    struct sr_udp_stats s;
+    sr_udp_stats(b, &s);
+    SR_CHECK_EQ(s.rx_pkts, N);
+    SR_CHECK_EQ(s.rx_icrc_drops, 0);
+out:
+    free(psn);
+    free(log);
+    sr_udp_close(a);
+    sr_udp_close(b);
+}
+
+/* IPv6 on ::1: self-talk, and interoperability both ways with the wire
+ * codec's IPv6 full-packet path. Skipped when ::1 is unavailable. */
+static void test_ipv6(void)
+{
+    struct sr_udp *d = NULL;
+    struct rx_log *log = calloc(1, sizeof(*log));
+    uint8_t buf[PKT_MAX + 64], src[16];
+    uint16_t pport = 0, sport = 0;
+    int fd = -1;
+    struct sr_udp_cfg cfg = {0};
+    memcpy(cfg.addr, v6_loopback, 16);
+    int err = sr_udp_open(&cfg, &d);
+    if (err) {
+        printf("test_ipv6: skipped: cannot bind [::1]:4791 (%s, errno %d)\n", sr_err_name(err),
+               errno);
+        goto out;
+    }
+    if (!log)
+        goto out;
+    int v = -1;
+    socklen_t vl = sizeof(v);
+    SR_CHECK_EQ(getsockopt(sr_udp_fd(d), IPPROTO_IPV6, IPV6_MTU_DISCOVER, &v, &vl), 0);
+    SR_CHECK_EQ(v, IPV6_PMTUDISC_DO);
+    SR_CHECK_EQ(getsockopt(sr_udp_fd(d), IPPROTO_IPV6, IPV6_V6ONLY, &v, &vl), 0);
+    SR_CHECK_EQ(v, 1);
+
+    /* self */
+    struct sr_pkt p;
+    make_pkt(&p, SR_OP_RC | SR_OP_WRITE_FIRST, 3, pattern, 4096);
+    SR_CHECK_EQ(dev_send(d, &p, v6_loopback, 7), 0);
+    SR_CHECK_EQ(rx_wait(d, log, 1, 4, NULL), 1);
+    SR_CHECK_EQ(log->n, 1);
+    SR_CHECK_MEM(log->pkt[0].src, v6_loopback, 16);
+    SR_CHECK_EQ(log->pkt[0].len, sr_wire_pkt_len(p.bth.opcode, 4096));
+
+    /* plain -> driver, from an ephemeral port */
+    fd = plain_open(v6_loopback, 0, &pport);
+    SR_CHECK(fd >= 0);
+    if (fd < 0)
+        goto out;
+    make_pkt(&p, SR_OP_RC | SR_OP_SEND_LAST, 4, pattern + 1, 77);
+    size_t len = 0;
+    int hl =
+        full_pkt(&p, v6_loopback, pport, v6_loopback, SR_ROCE_UDP_PORT, buf, sizeof(buf), &len);
+    SR_CHECK_EQ(hl, SR_IPV6_HDR_LEN + SR_UDP_HDR_LEN);
+    SR_CHECK_EQ(plain_send(fd, v6_loopback, SR_ROCE_UDP_PORT, buf + hl, len - (size_t)hl),
+                (ssize_t)(len - (size_t)hl));
+    SR_CHECK_EQ(rx_wait(d, log, 1, 4, NULL), 1);
+    SR_CHECK_EQ(log->n, 2);
+    SR_CHECK_EQ(log->pkt[1].len, len - (size_t)hl);
+    SR_CHECK_MEM(log->pkt[1].data, buf + hl, len - (size_t)hl);
+    close(fd);
+    fd = -1;
+
+    /* driver -> plain: the plain socket takes [::1]:4791, so the device
+     * moves to another port to send to it. */
+    sr_udp_close(d);
+    d = NULL;
+    fd = plain_open(v6_loopback, SR_ROCE_UDP_PORT, NULL);
+    SR_CHECK(fd >= 0);
+    err = SR_ERR_BUSY;
+    for (uint32_t i = 0; i < 64 && err == SR_ERR_BUSY; i++) {
+        cfg.port = (uint16_t)(20000 + (base_seed + i) % 20000);
+        err = sr_udp_open(&cfg, &d);
+    }
+    SR_CHECK_EQ(err, 0);
+    if (fd < 0 || err)
+        goto out;
+    make_pkt(&p, SR_OP_UD | SR_OP_SEND_ONLY_IMM, 6, pattern + 2, 502);
+    p.deth.qkey = 0x11111111;
+    p.deth.src_qp = 0x42;
+    SR_CHECK_EQ(dev_send(d, &p, v6_loopback, 5), 0);
+    ssize_t n = plain_recv(fd, buf + 48, sizeof(buf) - 48, src, &sport);
+    SR_CHECK_EQ(n, (ssize_t)sr_wire_pkt_len(p.bth.opcode, 502));
+    SR_CHECK_EQ(sport, cfg.port);
+    SR_CHECK_MEM(src, v6_loopback, 16);
+    if (n > 0) {
+        struct sr_l3_addr a = {.ipv6 = true, .src_port = sport, .ttl = 9, .flow_label = 0x12345};
+        memcpy(a.src, src, 16);
+        memcpy(a.dst, v6_loopback, 16);
+        SR_CHECK_EQ(sr_l3_encode(&a, (size_t)n, buf, 48), 48);
+        SR_CHECK_EQ(sr_icrc_verify(buf, 48 + (size_t)n), 0);
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    free(log);
+    sr_udp_close(d);
+}
+
+/* Each test claims addresses from its own offset of this run's base. */
+int main(void)
+{
+    base_seed = ((uint32_t)getpid() * 256u) & 0xffffffu;
+    fill_pattern();
+    SR_RUN(test_auto_two_devices);
+    SR_RUN(test_send_recv_iov);
+    SR_RUN(test_icrc_interop_v4);
+    SR_RUN(test_bad_datagrams);
+    SR_RUN(test_explicit_v4);
+    SR_RUN(test_addr_taken);
+    SR_RUN(test_send_errors);
+    SR_RUN(test_burst);
+    SR_RUN(test_ipv6);
+    return SR_TEST_RESULT();
+}
