@@ -16,5 +16,7 @@ echo "== build-asan (clang, ASan+UBSan, libFuzzer) =="
 CC=clang cmake -S . -B build-asan -DSR_WERROR=ON -DSR_SANITIZE=ON -DSR_FUZZ=ON \
   -DSR_FUZZ_SECONDS="${SR_FUZZ_SECONDS:-60}" >/dev/null
 cmake --build build-asan -j"$jobs"
+# Debian's prebuilt clients (label debian-bin) cannot load a sanitized
+# libibverbs (the ASan runtime must come first); they run in build/ above.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs"
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE debian-bin
