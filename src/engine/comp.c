@@ -158,8 +158,10 @@ static void handle_read_resp(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_
             sr_req_run(qp, now_ns);
         }
         e->stats.rx_drop_other++;
-        if (moved)
+        if (moved) {
             progress(qp, now_ns);
+            sr_req_run(qp, now_ns);
+        }
         return;
     }
     uint32_t pmtu = sr_qp_pmtu(qp);

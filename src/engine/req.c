@@ -241,6 +241,11 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
     enum sr_qp_state s = qp->attr.qp_state;
     if ((s != SR_QPS_RTS && s != SR_QPS_SQD) || qp->req.rnr_wait)
         return;
+    /* Acknowledgements (e.g. implied by READ responses after a rewind) may
+     * have overtaken the send pointer: never resend what is acknowledged,
+     * and never let a stale pointer read as a full window. */
+    if (qp->type == SR_QPT_RC && sr_psn_lt(qp->req.cur_psn, qp->comp.psn))
+        sr_req_rewind(qp, qp->comp.psn);
     uint32_t window = qp->eng->cfg.window_pkts;
     bool sent = false;
     while (qp->req.cur != qp->sq_tail && qp->attr.qp_state == s) {
