@@ -330,7 +330,18 @@ struct err_case {
     enum sr_wc_status req_status;
     enum sr_qp_state resp_state;
 };
-enum { K_BAD_RKEY, K_OOB, K_NO_ACCESS, K_UNALIGNED, K_RECV_SMALL, K_BAD_LKEY, K_QP_ACCESS };
+enum {
+    K_BAD_RKEY,
+    K_OOB,
+    K_NO_ACCESS,
+    K_UNALIGNED,
+    K_RECV_SMALL,
+    K_BAD_LKEY,
+    K_QP_ACCESS,
+    K_RECV_BAD_LKEY,
+    K_OTHER_PD,
+    K_READ_NO_LOCAL_WRITE,
+};
 
 static void test_errors(void)
 {
@@ -346,6 +357,15 @@ static void test_errors(void)
         {"send bad lkey", SR_WR_SEND, K_BAD_LKEY, SR_WC_LOC_PROT_ERR, SR_QPS_RTS},
         {"read without QP remote read", SR_WR_RDMA_READ, K_QP_ACCESS, SR_WC_REM_ACCESS_ERR,
          SR_QPS_ERR},
+        /* the responder cannot write its own receive buffer: remote
+         * operational error at the requester, local protection error at the
+         * responder (IBA 9.7.5.2.?) */
+        {"send into a receive with a bad lkey", SR_WR_SEND, K_RECV_BAD_LKEY, SR_WC_REM_OP_ERR,
+         SR_QPS_ERR},
+        {"write with an rkey of another PD", SR_WR_RDMA_WRITE, K_OTHER_PD, SR_WC_REM_ACCESS_ERR,
+         SR_QPS_ERR},
+        {"read into memory without local write", SR_WR_RDMA_READ, K_READ_NO_LOCAL_WRITE,
+         SR_WC_LOC_PROT_ERR, SR_QPS_RTS},
     };
     for (size_t ci = 0; ci < SR_ARRAY_SIZE(cases); ci++) {
         const struct err_case *c = &cases[ci];
@@ -364,7 +384,17 @@ static void test_errors(void)
         uint8_t before[4096];
         memcpy(before, mem[1], sizeof(before));
         struct sr_sge rs = {(uintptr_t)mem[1] + 8192, c->kind == K_RECV_SMALL ? 100 : 4096,
-                            sr_mr_lkey(mr[1])};
+                            c->kind == K_RECV_BAD_LKEY ? 0xdead00 : sr_mr_lkey(mr[1])};
+        struct sr_pd *other_pd = NULL;
+        struct sr_mr *extra = NULL;
+        if (c->kind == K_OTHER_PD) {
+            SR_CHECK_EQ(sr_pd_alloc(h.eng[1], &other_pd), 0);
+            SR_CHECK_EQ(sr_mr_reg(other_pd, mem[1], MEM, (uintptr_t)mem[1], 15, &extra), 0);
+        } else if (c->kind == K_READ_NO_LOCAL_WRITE) {
+            SR_CHECK_EQ(
+                sr_mr_reg(pr.pd[0], mem[0], 4096, (uintptr_t)mem[0], SR_ACCESS_REMOTE_READ, &extra),
+                0);
+        }
         struct sr_recv_wr rwr = {.wr_id = 5, .sg_list = &rs, .num_sge = 1};
         sr_qp_post_recv(pr.qp[1], &rwr);
         rwr.wr_id = 6;
@@ -400,6 +430,12 @@ static void test_errors(void)
         case K_BAD_LKEY:
             sg.lkey = 0xdead00;
             break;
+        case K_OTHER_PD:
+            bad.rkey = sr_mr_rkey(extra);
+            break;
+        case K_READ_NO_LOCAL_WRITE:
+            sg.lkey = sr_mr_lkey(extra);
+            break;
         default:
             break;
         }
@@ -427,17 +463,81 @@ static void test_errors(void)
         h_run(&h, NULL, NULL, 10000000ull);
         sr_qp_query(pr.qp[1], &qa, NULL);
         SR_CHECK_EQ(qa.qp_state, c->resp_state);
-        if (c->kind == K_RECV_SMALL) {
+        if (c->kind == K_RECV_SMALL || c->kind == K_RECV_BAD_LKEY) {
             SR_CHECK_EQ(wait_wc(&h, pr.rcq[1], 2, wc, 1000000ull), 2);
-            SR_CHECK_EQ(wc[0].status, SR_WC_LOC_LEN_ERR);
+            SR_CHECK_EQ(wc[0].status,
+                        c->kind == K_RECV_SMALL ? SR_WC_LOC_LEN_ERR : SR_WC_LOC_PROT_ERR);
             SR_CHECK_EQ(wc[1].status, SR_WC_WR_FLUSH_ERR);
         }
+        if (extra)
+            sr_mr_dereg(extra);
+        if (other_pd)
+            sr_pd_free(other_pd);
         /* memory outside what was granted is untouched */
         SR_CHECK_MEM(mem[1], before, sizeof(before));
         /* posting to a QP in error flushes at once */
         SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &ok, h.now), 0);
         SR_CHECK_EQ(sr_cq_poll(pr.scq[0], 1, wc), 1);
         SR_CHECK_EQ(wc[0].status, SR_WC_WR_FLUSH_ERR);
+        sr_mr_dereg(mr[0]);
+        sr_mr_dereg(mr[1]);
+        h_fini(&h);
+    }
+}
+
+/* IBA 10.8.3.3: a fenced WQE is not started until earlier READs and
+ * atomics have completed. The filter notes, when node 0 first sends the
+ * SEND, whether node 1 has already answered the READ. */
+static bool fence_resp_seen;
+static int fence_send_verdict; /* -1 not sent yet, else fence_resp_seen at the time */
+static int f_fence(struct harness *h, const struct h_pkt *p, uint64_t seq)
+{
+    (void)h, (void)seq;
+    uint8_t op = p->data[0] & 0x1f;
+    if (p->from == 1 && (op == SR_OP_READ_RESP_ONLY || op == SR_OP_READ_RESP_LAST))
+        fence_resp_seen = true;
+    if (p->from == 0 && op == SR_OP_SEND_ONLY && fence_send_verdict < 0)
+        fence_send_verdict = fence_resp_seen;
+    return 0;
+}
+
+static void test_fence(void)
+{
+    for (int fenced = 0; fenced < 2; fenced++) {
+        sr_test_ctx = fenced ? "fenced send" : "unfenced send";
+        struct harness h;
+        struct h_pair pr;
+        h_init(&h, 0);
+        h.filter = f_fence;
+        fence_resp_seen = false;
+        fence_send_verdict = -1;
+        struct h_qp_opts o = {.type = SR_QPT_RC, .retry_cnt = 7, .access = 15};
+        h_connect(&h, &pr, &o);
+        reg_mem(&pr, 15);
+        struct sr_sge rs = {(uintptr_t)mem[1] + 65536, 64, sr_mr_lkey(mr[1])};
+        struct sr_recv_wr rwr = {.wr_id = 1, .sg_list = &rs, .num_sge = 1};
+        SR_CHECK_EQ(sr_qp_post_recv(pr.qp[1], &rwr), 0);
+        struct sr_sge sg = {(uintptr_t)mem[0], 512, sr_mr_lkey(mr[0])};
+        struct sr_send_wr rd = {.wr_id = 1,
+                                .sg_list = &sg,
+                                .num_sge = 1,
+                                .opcode = SR_WR_RDMA_READ,
+                                .send_flags = SR_SEND_SIGNALED,
+                                .remote_addr = (uintptr_t)mem[1],
+                                .rkey = sr_mr_rkey(mr[1])};
+        struct sr_sge sg2 = {(uintptr_t)mem[0] + 4096, 64, sr_mr_lkey(mr[0])};
+        struct sr_send_wr snd = {.wr_id = 2,
+                                 .sg_list = &sg2,
+                                 .num_sge = 1,
+                                 .opcode = SR_WR_SEND,
+                                 .send_flags = SR_SEND_SIGNALED | (fenced ? SR_SEND_FENCE : 0)};
+        SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &rd, h.now), 0);
+        SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &snd, h.now), 0);
+        struct sr_wc wc[2];
+        SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 2, wc, 100000000ull), 2);
+        SR_CHECK_EQ(wc[0].status, SR_WC_SUCCESS);
+        SR_CHECK_EQ(wc[1].status, SR_WC_SUCCESS);
+        SR_CHECK_EQ(fence_send_verdict, fenced); /* unfenced: sent before the response */
         sr_mr_dereg(mr[0]);
         sr_mr_dereg(mr[1]);
         h_fini(&h);
@@ -747,6 +847,7 @@ int main(void)
     SR_RUN(test_ops);
     SR_RUN(test_stream);
     SR_RUN(test_errors);
+    SR_RUN(test_fence);
     SR_RUN(test_rnr);
     SR_RUN(test_retry_exceeded);
     SR_RUN(test_ud);
