@@ -544,6 +544,55 @@ static void test_fence(void)
     }
 }
 
+/* IBA 9.4.4 / 10.8.3: at most max_rd_atomic READs and atomics in flight
+ * from the initiator. The filter tracks requests sent and answered. */
+static int rd_in_flight, rd_max_in_flight;
+static int f_rd_count(struct harness *h, const struct h_pkt *p, uint64_t seq)
+{
+    (void)h, (void)seq;
+    uint8_t op = p->data[0] & 0x1f;
+    if (p->from == 0 && (op == SR_OP_READ_REQ || op == SR_OP_FETCH_ADD))
+        rd_in_flight++;
+    if (p->from == 1 && (op == SR_OP_READ_RESP_ONLY || op == SR_OP_ATOMIC_ACK))
+        rd_in_flight--;
+    if (rd_in_flight > rd_max_in_flight)
+        rd_max_in_flight = rd_in_flight;
+    return 0;
+}
+
+static void test_max_rd_atomic(void)
+{
+    sr_test_ctx = "max_rd_atomic";
+    struct harness h;
+    struct h_pair pr;
+    h_init(&h, 0);
+    h.filter = f_rd_count;
+    rd_in_flight = rd_max_in_flight = 0;
+    struct h_qp_opts o = {.type = SR_QPT_RC, .retry_cnt = 7, .access = 15, .max_rd_atomic = 2};
+    h_connect(&h, &pr, &o);
+    reg_mem(&pr, 15);
+    for (int i = 0; i < 8; i++) {
+        struct sr_sge sg = {(uintptr_t)mem[0] + (uint64_t)i * 64, 8, sr_mr_lkey(mr[0])};
+        struct sr_send_wr wr = {.wr_id = (uint64_t)i,
+                                .sg_list = &sg,
+                                .num_sge = 1,
+                                .opcode = (i & 1) ? SR_WR_ATOMIC_FETCH_AND_ADD : SR_WR_RDMA_READ,
+                                .send_flags = SR_SEND_SIGNALED,
+                                .compare_add = 1,
+                                .remote_addr = (uintptr_t)mem[1] + 4096,
+                                .rkey = sr_mr_rkey(mr[1])};
+        SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &wr, h.now), 0);
+    }
+    struct sr_wc wc[8];
+    SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 8, wc, 100000000ull), 8);
+    for (int i = 0; i < 8; i++)
+        SR_CHECK_EQ(wc[i].status, SR_WC_SUCCESS);
+    SR_CHECK_EQ(rd_max_in_flight, 2);
+    sr_mr_dereg(mr[0]);
+    sr_mr_dereg(mr[1]);
+    h_fini(&h);
+}
+
 static void test_rnr(void)
 {
     for (int exhaust = 0; exhaust < 2; exhaust++) {
@@ -848,6 +897,7 @@ int main(void)
     SR_RUN(test_stream);
     SR_RUN(test_errors);
     SR_RUN(test_fence);
+    SR_RUN(test_max_rd_atomic);
     SR_RUN(test_rnr);
     SR_RUN(test_retry_exceeded);
     SR_RUN(test_ud);
