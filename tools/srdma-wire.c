@@ -72,9 +72,8 @@ static void sample_pkt(struct sr_pkt *p, const struct sr_opcode_info *info, uint
     p->bth.ack_req =
         (info->flags & (SR_OPF_REQUEST)) && (info->flags & (SR_OPF_LAST | SR_OPF_ONLY));
     p->bth.becn = op == SR_OP_CNP;
-    p->reth = (struct sr_reth){.va = 0x00007f0000001000ull + i * 0x1000u,
-                               .rkey = 0x1000 + i,
-                               .dma_len = 8192};
+    p->reth = (struct sr_reth){
+        .va = 0x00007f0000001000ull + i * 0x1000u, .rkey = 0x1000 + i, .dma_len = 8192};
     p->aeth = (struct sr_aeth){.syndrome = 0x1f, .msn = 0x000200 + i};
     if (op == (SR_OP_RC | SR_OP_ACK) && (i & 1))
         p->aeth.syndrome = SR_AETH_NAK | SR_NAK_PSN_SEQ;
@@ -146,7 +145,9 @@ static int write_samples(const char *path, bool ipv6)
     unsigned n = 0;
     for (unsigned op = 0; op < 256; op++) {
         const struct sr_opcode_info *info = sr_opcode_info((uint8_t)op);
-        if (!info)
+        /* XRC is left out: Wireshark 4.0 names XRC opcodes but cannot
+         * dissect their headers, so the capture could not be checked. */
+        if (!info || SR_OPCODE_TRANSPORT(op) == SR_OP_XRC)
             continue;
         struct sr_pkt p;
         sample_pkt(&p, info, (uint8_t)op, n, payload);
@@ -204,8 +205,8 @@ static int write_samples(const char *path, bool ipv6)
 static void list_opcodes(void)
 {
     printf("%-4s %-36s %-7s %s\n", "op", "name", "hdrlen", "headers");
-    static const char *const hdr_names[SR_HDR_NUM] = {"RETH",  "AETH", "AtomicETH", "AtomicAckETH",
-                                                      "ImmDt", "IETH", "DETH",      "CNP-pad"};
+    static const char *const hdr_names[SR_HDR_NUM] = {
+        "RETH", "AETH", "AtomicETH", "AtomicAckETH", "ImmDt", "IETH", "DETH", "CNP-pad", "XRCETH"};
     for (unsigned op = 0; op < 256; op++) {
         const struct sr_opcode_info *info = sr_opcode_info((uint8_t)op);
         if (!info)

@@ -302,7 +302,11 @@ static void handle_ack(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_
 void sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns)
 {
     struct sr_engine *e = qp->eng;
-    if (qp->type != SR_QPT_RC || qp->attr.qp_state < SR_QPS_RTS) {
+    if (qp->type != SR_QPT_RC && qp->type != SR_QPT_XRC_SEND) {
+        e->stats.rx_drop_other++;
+        return;
+    }
+    if (qp->attr.qp_state < SR_QPS_RTS) {
         e->stats.rx_drop_other++;
         return;
     }

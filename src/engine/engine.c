@@ -63,7 +63,8 @@ int sr_engine_create(const struct sr_engine_cfg *cfg, struct sr_engine **out)
     e->mrs = calloc(e->cfg.max_mr, sizeof(*e->mrs));
     e->mr_tag = calloc(e->cfg.max_mr, 1);
     e->qps = calloc(e->cfg.max_qp, sizeof(*e->qps));
-    if (!e->mrs || !e->mr_tag || !e->qps)
+    e->srq_by_num = calloc(e->cfg.max_srq, sizeof(*e->srq_by_num));
+    if (!e->mrs || !e->mr_tag || !e->qps || !e->srq_by_num)
         goto err_free;
     *out = e;
     return 0;
@@ -72,6 +73,7 @@ err_free:
     free(e->mrs);
     free(e->mr_tag);
     free(e->qps);
+    free(e->srq_by_num);
     free(e);
     return SR_ERR_NOMEM;
 }
@@ -91,6 +93,10 @@ void sr_engine_destroy(struct sr_engine *e)
         e->srqs->refcnt = 0;
         sr_srq_destroy(e->srqs);
     }
+    while (e->xrcds) {
+        e->xrcds->refcnt = 0;
+        sr_xrcd_free(e->xrcds);
+    }
     while (e->cqs) {
         e->cqs->refcnt = 0;
         sr_cq_destroy(e->cqs);
@@ -102,6 +108,7 @@ void sr_engine_destroy(struct sr_engine *e)
     free(e->mrs);
     free(e->mr_tag);
     free(e->qps);
+    free(e->srq_by_num);
     free(e);
 }
 
@@ -405,6 +412,11 @@ int sr_srq_create(struct sr_pd *pd, uint32_t max_wr, uint32_t max_sge, struct sr
         return SR_ERR_INVAL;
     if (e->srq_cnt >= e->cfg.max_srq)
         return SR_ERR_LIMIT;
+    uint32_t slot = 0;
+    while (slot < e->cfg.max_srq && e->srq_by_num[slot])
+        slot++;
+    if (slot == e->cfg.max_srq)
+        return SR_ERR_LIMIT;
     struct sr_srq *srq = calloc(1, sizeof(*srq));
     if (!srq)
         return SR_ERR_NOMEM;
@@ -412,6 +424,8 @@ int sr_srq_create(struct sr_pd *pd, uint32_t max_wr, uint32_t max_sge, struct sr
         free(srq);
         return SR_ERR_NOMEM;
     }
+    srq->srqn = slot + 1;
+    e->srq_by_num[slot] = srq;
     srq->pd = pd;
     pd->refcnt++;
     e->srq_cnt++;
@@ -424,6 +438,11 @@ int sr_srq_destroy(struct sr_srq *srq)
 {
     if (srq->refcnt)
         return SR_ERR_BUSY;
+    srq->pd->eng->srq_by_num[srq->srqn - 1] = NULL;
+    if (srq->xrcd) {
+        srq->xrcd->refcnt--;
+        srq->cq->refcnt--;
+    }
     srq->pd->refcnt--;
     srq->pd->eng->srq_cnt--;
     LIST_DEL(srq->pd->eng->srqs, srq, struct sr_srq);
@@ -450,6 +469,52 @@ void sr_srq_query(const struct sr_srq *srq, uint32_t *max_wr, uint32_t *max_sge,
     *max_wr = srq->rq.max_wr;
     *max_sge = srq->rq.max_sge;
     *limit = srq->limit;
+}
+
+uint32_t sr_srq_num(const struct sr_srq *srq)
+{
+    return srq->srqn;
+}
+
+struct sr_srq *sr_srq_lookup(struct sr_engine *e, uint32_t srqn)
+{
+    return srqn >= 1 && srqn <= e->cfg.max_srq ? e->srq_by_num[srqn - 1] : NULL;
+}
+
+int sr_srq_create_xrc(struct sr_pd *pd, struct sr_xrcd *xrcd, struct sr_cq *cq, uint32_t max_wr,
+                      uint32_t max_sge, struct sr_srq **out)
+{
+    if (!xrcd || !cq || xrcd->eng != pd->eng || cq->eng != pd->eng)
+        return SR_ERR_INVAL;
+    int err = sr_srq_create(pd, max_wr, max_sge, out);
+    if (err)
+        return err;
+    (*out)->xrcd = xrcd;
+    (*out)->cq = cq;
+    xrcd->refcnt++;
+    cq->refcnt++;
+    return 0;
+}
+
+/* ---- XRC domains ---- */
+int sr_xrcd_alloc(struct sr_engine *e, struct sr_xrcd **out)
+{
+    struct sr_xrcd *x = calloc(1, sizeof(*x));
+    if (!x)
+        return SR_ERR_NOMEM;
+    x->eng = e;
+    LIST_ADD(e->xrcds, x);
+    *out = x;
+    return 0;
+}
+
+int sr_xrcd_free(struct sr_xrcd *x)
+{
+    if (x->refcnt)
+        return SR_ERR_BUSY;
+    LIST_DEL(x->eng->xrcds, x, struct sr_xrcd);
+    free(x);
+    return 0;
 }
 
 void sr_srq_set_user(struct sr_srq *srq, void *user)
@@ -577,9 +642,14 @@ void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uin
         return;
     }
     uint8_t transport = SR_OPCODE_TRANSPORT(pkt.bth.opcode);
+    const struct sr_opcode_info *ti = sr_opcode_info(pkt.bth.opcode);
+    bool is_resp = ti->flags & SR_OPF_RESPONSE;
     bool type_ok = (qp->type == SR_QPT_RC && transport == SR_OP_RC) ||
                    (qp->type == SR_QPT_UC && transport == SR_OP_UC) ||
-                   (qp->type == SR_QPT_UD && transport == SR_OP_UD);
+                   (qp->type == SR_QPT_UD && transport == SR_OP_UD) ||
+                   /* XRC: requests go to the target QP, responses to the initiator */
+                   (qp->type == SR_QPT_XRC_SEND && transport == SR_OP_XRC && is_resp) ||
+                   (qp->type == SR_QPT_XRC_RECV && transport == SR_OP_XRC && !is_resp);
     if (!type_ok) {
         e->stats.rx_drop_other++;
         return;

@@ -61,10 +61,19 @@ struct sr_rq {
     uint32_t head, count;
 };
 
+struct sr_xrcd {
+    struct sr_engine *eng;
+    uint32_t refcnt; /* XRC SRQs and XRC_RECV QPs */
+    struct sr_obj_link link;
+};
+
 struct sr_srq {
     struct sr_pd *pd;
     struct sr_rq rq;
-    uint32_t limit; /* armed limit, 0 = disarmed */
+    uint32_t srqn;
+    struct sr_xrcd *xrcd; /* XRC SRQs only */
+    struct sr_cq *cq;     /* XRC SRQs only: where their completions go */
+    uint32_t limit;       /* armed limit, 0 = disarmed */
     uint32_t refcnt;
     void *user;
     struct sr_obj_link link;
@@ -107,6 +116,7 @@ struct sr_qp {
     struct sr_qp_attr attr;
     struct sr_cq *send_cq, *recv_cq;
     struct sr_srq *srq;
+    struct sr_xrcd *xrcd; /* XRC_RECV */
     bool sq_sig_all;
     void *user;
     uint16_t src_port;
@@ -142,6 +152,7 @@ struct sr_qp {
         /* multi-packet message in progress */
         uint8_t msg; /* 0 none, SR_OPF_SEND or SR_OPF_WRITE */
         bool have_rwqe;
+        struct sr_cq *rwqe_cq; /* where the held receive WQE completes */
         uint32_t recv_off;
         uint64_t write_va;
         uint32_t write_left;
@@ -170,6 +181,8 @@ struct sr_engine {
     struct sr_pd *pds;
     struct sr_cq *cqs;
     struct sr_srq *srqs;
+    struct sr_xrcd *xrcds;
+    struct sr_srq **srq_by_num; /* index = srqn - 1 */
 };
 
 enum { SR_QPN_BASE = 0x10 }; /* QPN 0 and 1 are the IB special QPs */
@@ -191,15 +204,21 @@ void sr_engine_activate(struct sr_engine *e, struct sr_qp *qp);
 struct sr_rwqe *sr_rq_peek(struct sr_rq *rq);
 void sr_rq_pop(struct sr_rq *rq);
 void sr_srq_check_limit(struct sr_srq *srq);
+struct sr_srq *sr_srq_lookup(struct sr_engine *e, uint32_t srqn);
+/* RC, XRC_SEND and XRC_RECV: acknowledged, retransmitted transports. */
+static inline bool sr_qp_reliable(const struct sr_qp *qp)
+{
+    return qp->type == SR_QPT_RC || qp->type == SR_QPT_XRC_SEND || qp->type == SR_QPT_XRC_RECV;
+}
 
 /* qp.c */
 struct sr_qp *sr_qp_lookup(struct sr_engine *e, uint32_t qpn);
 struct sr_swqe *sr_sq_at(struct sr_qp *qp, uint32_t idx);
 void sr_qp_to_error(struct sr_qp *qp);
 void sr_qp_retire(struct sr_qp *qp); /* complete DONE WQEs at the head, in order */
-void sr_qp_recv_complete(struct sr_qp *qp, const struct sr_rwqe *rwqe, enum sr_wc_status status,
-                         enum sr_wc_opcode op, uint32_t byte_len, uint32_t imm, uint32_t flags,
-                         uint32_t src_qp, bool solicited);
+void sr_qp_recv_complete(struct sr_qp *qp, struct sr_cq *cq, const struct sr_rwqe *rwqe,
+                         enum sr_wc_status status, enum sr_wc_opcode op, uint32_t byte_len,
+                         uint32_t imm, uint32_t flags, uint32_t src_qp, bool solicited);
 uint32_t sr_qp_pmtu(const struct sr_qp *qp);
 bool sr_qp_can_send(const struct sr_qp *qp);
 

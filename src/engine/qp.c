@@ -87,15 +87,24 @@ bool sr_qp_can_send(const struct sr_qp *qp)
 
 int sr_qp_create(struct sr_pd *pd, const struct sr_qp_init_attr *ia, struct sr_qp **out)
 {
-    struct sr_engine *e = pd->eng;
     const struct sr_qp_cap *cap = &ia->cap;
-    if (ia->qp_type != SR_QPT_RC && ia->qp_type != SR_QPT_UC && ia->qp_type != SR_QPT_UD)
+    bool xrc_recv = ia->qp_type == SR_QPT_XRC_RECV;
+    bool xrc_send = ia->qp_type == SR_QPT_XRC_SEND;
+    if (ia->qp_type != SR_QPT_RC && ia->qp_type != SR_QPT_UC && ia->qp_type != SR_QPT_UD &&
+        !xrc_recv && !xrc_send)
         return SR_ERR_NOTSUP;
-    if (!ia->send_cq || (!ia->recv_cq && !ia->srq) || cap->max_send_wr > e->cfg.max_qp_wr ||
-        cap->max_recv_wr > e->cfg.max_qp_wr || cap->max_send_sge > SR_MAX_SGE ||
-        cap->max_recv_sge > SR_MAX_SGE || cap->max_inline_data > SR_MAX_INLINE)
+    /* An XRC target has no PD, CQs or queues of its own: its domain's
+     * SRQs receive, and their PDs and CQs apply. */
+    if (xrc_recv ? !ia->xrcd : !pd)
         return SR_ERR_INVAL;
-    if (ia->srq && ia->srq->pd->eng != e)
+    struct sr_engine *e = xrc_recv ? ia->xrcd->eng : pd->eng;
+    if (!xrc_recv && (!ia->send_cq || (!ia->recv_cq && !ia->srq && !xrc_send)))
+        return SR_ERR_INVAL;
+    if (cap->max_send_wr > e->cfg.max_qp_wr || cap->max_recv_wr > e->cfg.max_qp_wr ||
+        cap->max_send_sge > SR_MAX_SGE || cap->max_recv_sge > SR_MAX_SGE ||
+        cap->max_inline_data > SR_MAX_INLINE)
+        return SR_ERR_INVAL;
+    if (ia->srq && (ia->srq->pd->eng != e || ia->srq->xrcd || xrc_send || xrc_recv))
         return SR_ERR_INVAL;
     if (e->qp_cnt >= e->cfg.max_qp)
         return SR_ERR_LIMIT;
@@ -106,9 +115,10 @@ int sr_qp_create(struct sr_pd *pd, const struct sr_qp_init_attr *ia, struct sr_q
     qp->eng = e;
     qp->pd = pd;
     qp->type = ia->qp_type;
-    qp->send_cq = ia->send_cq;
-    qp->recv_cq = ia->recv_cq ? ia->recv_cq : ia->send_cq;
+    qp->send_cq = xrc_recv ? NULL : ia->send_cq;
+    qp->recv_cq = xrc_recv ? NULL : ia->recv_cq ? ia->recv_cq : ia->send_cq;
     qp->srq = ia->srq;
+    qp->xrcd = xrc_recv ? ia->xrcd : NULL;
     qp->sq_sig_all = ia->sq_sig_all;
     qp->attr.cap = *cap;
     if (qp->attr.cap.max_send_sge == 0)
@@ -131,9 +141,13 @@ int sr_qp_create(struct sr_pd *pd, const struct sr_qp_init_attr *ia, struct sr_q
         qp->sq[i].inline_buf =
             qp->sq_inline ? qp->sq_inline + (size_t)i * cap->max_inline_data : NULL;
     }
-    if (!qp->srq && sr_rq_init(&qp->rq, cap->max_recv_wr, qp->attr.cap.max_recv_sge))
+    if (!qp->srq && !xrc_recv && !xrc_send &&
+        sr_rq_init(&qp->rq, cap->max_recv_wr, qp->attr.cap.max_recv_sge))
         goto err_free;
-    uint32_t rq_sge = qp->srq ? qp->srq->rq.max_sge : qp->attr.cap.max_recv_sge;
+    /* XRC targets fill WQEs of whichever SRQ a message names */
+    uint32_t rq_sge = xrc_recv  ? SR_MAX_SGE
+                      : qp->srq ? qp->srq->rq.max_sge
+                                : qp->attr.cap.max_recv_sge;
     qp->resp.rwqe_buf = calloc(1, sizeof(struct sr_rwqe) + rq_sge * sizeof(struct sr_sge));
     if (!qp->resp.rwqe_buf)
         goto err_free;
@@ -149,11 +163,16 @@ int sr_qp_create(struct sr_pd *pd, const struct sr_qp_init_attr *ia, struct sr_q
     qp->qpn = SR_QPN_BASE + idx;
     qp->src_port = (uint16_t)(0xc000 | (qp->qpn & 0x3fff));
     qp->comp.deadline = SR_NO_DEADLINE;
-    pd->refcnt++;
-    qp->send_cq->refcnt++;
-    qp->recv_cq->refcnt++;
+    if (pd)
+        pd->refcnt++;
+    if (qp->send_cq) {
+        qp->send_cq->refcnt++;
+        qp->recv_cq->refcnt++;
+    }
     if (qp->srq)
         qp->srq->refcnt++;
+    if (qp->xrcd)
+        qp->xrcd->refcnt++;
     *out = qp;
     return 0;
 
@@ -173,11 +192,16 @@ int sr_qp_destroy(struct sr_qp *qp)
     sr_engine_deactivate(e, qp);
     e->qps[qp->qpn - SR_QPN_BASE] = NULL;
     e->qp_cnt--;
-    qp->pd->refcnt--;
-    qp->send_cq->refcnt--;
-    qp->recv_cq->refcnt--;
+    if (qp->pd)
+        qp->pd->refcnt--;
+    if (qp->send_cq) {
+        qp->send_cq->refcnt--;
+        qp->recv_cq->refcnt--;
+    }
     if (qp->srq)
         qp->srq->refcnt--;
+    if (qp->xrcd)
+        qp->xrcd->refcnt--;
     free(qp->resp.rwqe_buf);
     free(qp->rq.buf);
     free(qp->sq_inline);
@@ -188,7 +212,7 @@ int sr_qp_destroy(struct sr_qp *qp)
 }
 
 /* ---- state machine (IBA 10.3.1, Table 91-style masks per QP type) ---- */
-enum { T_RC, T_UC, T_UD, T_NUM };
+enum { T_RC, T_UC, T_UD, T_XI, T_XT, T_NUM }; /* XI: XRC initiator, XT: XRC target */
 
 struct transition {
     uint32_t req[T_NUM];
@@ -197,73 +221,99 @@ struct transition {
 };
 
 #define M(x) SR_QP_##x
+/* Per-transport rows. XRC initiators connect like UC (no responder
+ * resources) and run like RC; XRC targets connect like RC and need only a
+ * PSN and timeout to reach RTS (IB kernel verbs' qp_state_table). */
+#define RC_RTS_OPT                                                                                 \
+    (M(CUR_STATE) | M(ALT_PATH) | M(ACCESS_FLAGS) | M(MIN_RNR_TIMER) | M(PATH_MIG_STATE))
+#define UC_RTS_OPT (M(CUR_STATE) | M(ALT_PATH) | M(ACCESS_FLAGS) | M(PATH_MIG_STATE))
+#define INIT_ATTRS (M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS))
+#define CONNECT    (M(AV) | M(PATH_MTU) | M(DEST_QPN) | M(RQ_PSN))
+#define RESPONDER  (M(MAX_DEST_RD_ATOMIC) | M(MIN_RNR_TIMER))
+#define REQUESTER  (M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) | M(MAX_QP_RD_ATOMIC))
 static const struct transition transitions[7][7] =
     {
         [SR_QPS_RESET][SR_QPS_INIT] =
             {
                 .valid = true,
-                .req = {[T_RC] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
-                        [T_UC] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
+                .req = {[T_RC] = INIT_ATTRS,
+                        [T_UC] = INIT_ATTRS,
+                        [T_XI] = INIT_ATTRS,
+                        [T_XT] = INIT_ATTRS,
                         [T_UD] = M(PKEY_INDEX) | M(PORT) | M(QKEY)},
             },
         [SR_QPS_INIT][SR_QPS_INIT] =
             {
                 .valid = true,
-                .opt = {[T_RC] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
-                        [T_UC] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
+                .opt = {[T_RC] = INIT_ATTRS,
+                        [T_UC] = INIT_ATTRS,
+                        [T_XI] = INIT_ATTRS,
+                        [T_XT] = INIT_ATTRS,
                         [T_UD] = M(PKEY_INDEX) | M(PORT) | M(QKEY)},
             },
         [SR_QPS_INIT][SR_QPS_RTR] =
             {
                 .valid = true,
-                .req = {[T_RC] = M(AV) | M(PATH_MTU) | M(DEST_QPN) | M(RQ_PSN) |
-                                 M(MAX_DEST_RD_ATOMIC) | M(MIN_RNR_TIMER),
-                        [T_UC] = M(AV) | M(PATH_MTU) | M(DEST_QPN) | M(RQ_PSN)},
+                .req = {[T_RC] = CONNECT | RESPONDER,
+                        [T_UC] = CONNECT,
+                        [T_XI] = CONNECT,
+                        [T_XT] = CONNECT | RESPONDER},
                 .opt = {[T_RC] = M(ALT_PATH) | M(ACCESS_FLAGS) | M(PKEY_INDEX),
                         [T_UC] = M(ALT_PATH) | M(ACCESS_FLAGS) | M(PKEY_INDEX),
+                        [T_XI] = M(ALT_PATH) | M(ACCESS_FLAGS) | M(PKEY_INDEX),
+                        [T_XT] = M(ALT_PATH) | M(ACCESS_FLAGS) | M(PKEY_INDEX),
                         [T_UD] = M(PKEY_INDEX) | M(QKEY)},
             },
         [SR_QPS_RTR][SR_QPS_RTS] =
             {
                 .valid = true,
-                .req = {[T_RC] = M(SQ_PSN) | M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) |
-                                 M(MAX_QP_RD_ATOMIC),
+                .req = {[T_RC] = M(SQ_PSN) | REQUESTER,
                         [T_UC] = M(SQ_PSN),
-                        [T_UD] = M(SQ_PSN)},
-                .opt = {[T_RC] = M(CUR_STATE) | M(ALT_PATH) | M(ACCESS_FLAGS) | M(MIN_RNR_TIMER) |
-                                 M(PATH_MIG_STATE),
-                        [T_UC] = M(CUR_STATE) | M(ALT_PATH) | M(ACCESS_FLAGS) | M(PATH_MIG_STATE),
-                        [T_UD] = M(CUR_STATE) | M(QKEY)},
+                        [T_UD] = M(SQ_PSN),
+                        [T_XI] = M(SQ_PSN) | REQUESTER,
+                        [T_XT] = M(SQ_PSN) | M(TIMEOUT)},
+                .opt = {[T_RC] = RC_RTS_OPT,
+                        [T_UC] = UC_RTS_OPT,
+                        [T_UD] = M(CUR_STATE) | M(QKEY),
+                        [T_XI] = RC_RTS_OPT,
+                        [T_XT] = RC_RTS_OPT},
             },
         [SR_QPS_RTS][SR_QPS_RTS] =
             {
                 .valid = true,
-                .opt = {[T_RC] = M(CUR_STATE) | M(ACCESS_FLAGS) | M(ALT_PATH) | M(PATH_MIG_STATE) |
-                                 M(MIN_RNR_TIMER),
-                        [T_UC] = M(CUR_STATE) | M(ACCESS_FLAGS) | M(ALT_PATH) | M(PATH_MIG_STATE),
-                        [T_UD] = M(CUR_STATE) | M(QKEY)},
+                .opt = {[T_RC] = RC_RTS_OPT,
+                        [T_UC] = UC_RTS_OPT,
+                        [T_UD] = M(CUR_STATE) | M(QKEY),
+                        [T_XI] = RC_RTS_OPT,
+                        [T_XT] = RC_RTS_OPT},
             },
         [SR_QPS_RTS][SR_QPS_SQD] =
             {
                 .valid = true,
                 .opt = {[T_RC] = M(EN_SQD_ASYNC_NOTIFY),
                         [T_UC] = M(EN_SQD_ASYNC_NOTIFY),
-                        [T_UD] = M(EN_SQD_ASYNC_NOTIFY)},
+                        [T_UD] = M(EN_SQD_ASYNC_NOTIFY),
+                        [T_XI] = M(EN_SQD_ASYNC_NOTIFY),
+                        [T_XT] = M(EN_SQD_ASYNC_NOTIFY)},
             },
         [SR_QPS_SQD][SR_QPS_RTS] =
             {
                 .valid = true,
-                .opt = {[T_RC] = M(CUR_STATE) | M(ACCESS_FLAGS) | M(ALT_PATH) | M(PATH_MIG_STATE) |
-                                 M(MIN_RNR_TIMER),
-                        [T_UC] = M(CUR_STATE) | M(ACCESS_FLAGS) | M(ALT_PATH) | M(PATH_MIG_STATE),
-                        [T_UD] = M(CUR_STATE) | M(QKEY)},
+                .opt = {[T_RC] = RC_RTS_OPT,
+                        [T_UC] = UC_RTS_OPT,
+                        [T_UD] = M(CUR_STATE) | M(QKEY),
+                        [T_XI] = RC_RTS_OPT,
+                        [T_XT] = RC_RTS_OPT},
             },
         [SR_QPS_SQD][SR_QPS_SQD] =
             {
                 .valid = true,
                 .opt = {[T_RC] = M(PKEY_INDEX) | M(QKEY) | M(AV) | M(ALT_PATH) | M(ACCESS_FLAGS) |
-                                 M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) | M(MAX_QP_RD_ATOMIC) |
-                                 M(MAX_DEST_RD_ATOMIC) | M(MIN_RNR_TIMER) | M(PATH_MIG_STATE),
+                                 REQUESTER | RESPONDER | M(PATH_MIG_STATE),
+                        [T_XI] = M(PKEY_INDEX) | M(AV) | M(ALT_PATH) | M(ACCESS_FLAGS) | REQUESTER |
+                                 M(PATH_MIG_STATE),
+                        [T_XT] = M(PKEY_INDEX) | M(AV) | M(ALT_PATH) | M(ACCESS_FLAGS) |
+                                 M(TIMEOUT) | RESPONDER | M(PATH_MIG_STATE),
                         [T_UC] = M(PKEY_INDEX) | M(AV) | M(ALT_PATH) | M(ACCESS_FLAGS) |
                                  M(PATH_MIG_STATE),
                         [T_UD] = M(PKEY_INDEX) | M(QKEY)},
@@ -278,7 +328,18 @@ static const struct transition transitions[7][7] =
 
 static int type_index(enum sr_qp_type t)
 {
-    return t == SR_QPT_RC ? T_RC : t == SR_QPT_UC ? T_UC : T_UD;
+    switch (t) {
+    case SR_QPT_RC:
+        return T_RC;
+    case SR_QPT_UC:
+        return T_UC;
+    case SR_QPT_XRC_SEND:
+        return T_XI;
+    case SR_QPT_XRC_RECV:
+        return T_XT;
+    default:
+        return T_UD;
+    }
 }
 
 static bool valid_mtu(uint32_t mtu)
@@ -288,8 +349,8 @@ static bool valid_mtu(uint32_t mtu)
 
 static void flush_rq(struct sr_qp *qp)
 {
-    if (qp->srq)
-        return; /* SRQ WQEs belong to the SRQ, not to this QP */
+    if (qp->srq || !qp->rq.buf)
+        return; /* SRQ WQEs belong to the SRQ; XRC QPs have no receive queue */
     struct sr_rwqe *w;
     while ((w = sr_rq_peek(&qp->rq))) {
         struct sr_wc wc = {.wr_id = w->wr_id,
@@ -409,7 +470,7 @@ int sr_qp_modify(struct sr_qp *qp, const struct sr_qp_attr *a, uint32_t mask, ui
         opt = SR_QP_CUR_STATE;
     } else {
         const struct transition *tr = &transitions[cur][next];
-        if (!tr->valid || (cur == SR_QPS_SQE && qp->type == SR_QPT_RC))
+        if (!tr->valid || (cur == SR_QPS_SQE && sr_qp_reliable(qp)))
             return SR_ERR_INVAL;
         req = tr->req[t];
         opt = tr->opt[t];
@@ -533,7 +594,7 @@ static bool opcode_allowed(enum sr_qp_type t, enum sr_wr_opcode op)
     case SR_WR_ATOMIC_CMP_AND_SWP:
     case SR_WR_ATOMIC_FETCH_AND_ADD:
     case SR_WR_SEND_WITH_INV:
-        return t == SR_QPT_RC;
+        return t == SR_QPT_RC || t == SR_QPT_XRC_SEND;
     default:
         return false;
     }
@@ -543,7 +604,7 @@ int sr_qp_post_send(struct sr_qp *qp, const struct sr_send_wr *wr, uint64_t now_
 {
     enum sr_qp_state s = qp->attr.qp_state;
     /* verbs: posting needs RTS (or SQD/SQE/ERR, where work waits or flushes) */
-    if (s < SR_QPS_RTS)
+    if (s < SR_QPS_RTS || qp->type == SR_QPT_XRC_RECV)
         return SR_ERR_INVAL;
     if (!opcode_allowed(qp->type, wr->opcode) || wr->num_sge > qp->attr.cap.max_send_sge ||
         (wr->num_sge && !wr->sg_list))
@@ -602,8 +663,8 @@ int sr_qp_post_send(struct sr_qp *qp, const struct sr_send_wr *wr, uint64_t now_
 
 int sr_qp_post_recv(struct sr_qp *qp, const struct sr_recv_wr *wr)
 {
-    if (qp->srq)
-        return SR_ERR_INVAL; /* receives go to the SRQ */
+    if (qp->srq || !qp->rq.buf)
+        return SR_ERR_INVAL; /* receives go to the SRQ; XRC QPs have no receive queue */
     if (qp->attr.qp_state == SR_QPS_RESET)
         return SR_ERR_INVAL;
     if (wr->num_sge && !wr->sg_list)
@@ -616,9 +677,9 @@ int sr_qp_post_recv(struct sr_qp *qp, const struct sr_recv_wr *wr)
     return 0;
 }
 
-void sr_qp_recv_complete(struct sr_qp *qp, const struct sr_rwqe *rwqe, enum sr_wc_status status,
-                         enum sr_wc_opcode op, uint32_t byte_len, uint32_t imm, uint32_t flags,
-                         uint32_t src_qp, bool solicited)
+void sr_qp_recv_complete(struct sr_qp *qp, struct sr_cq *cq, const struct sr_rwqe *rwqe,
+                         enum sr_wc_status status, enum sr_wc_opcode op, uint32_t byte_len,
+                         uint32_t imm, uint32_t flags, uint32_t src_qp, bool solicited)
 {
     struct sr_wc wc = {
         .wr_id = rwqe->wr_id,
@@ -630,5 +691,5 @@ void sr_qp_recv_complete(struct sr_qp *qp, const struct sr_rwqe *rwqe, enum sr_w
         .src_qp = src_qp,
         .wc_flags = flags,
     };
-    sr_cq_push(qp->recv_cq, &wc, solicited);
+    sr_cq_push(cq, &wc, solicited);
 }

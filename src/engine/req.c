@@ -46,7 +46,7 @@ static void send_queue_error(struct sr_qp *qp, struct sr_swqe *w, enum sr_wc_sta
 {
     w->status = (uint8_t)status;
     w->state = SWQE_DONE;
-    if (qp->type == SR_QPT_RC) {
+    if (sr_qp_reliable(qp)) {
         sr_qp_to_error(qp);
         return;
     }
@@ -140,11 +140,15 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
     uint32_t pmtu = sr_qp_pmtu(qp);
     uint32_t idx = (uint32_t)sr_psn_diff(qp->req.cur_psn, w->first_psn);
     uint32_t off = idx * pmtu;
-    uint8_t tbase = qp->type == SR_QPT_RC ? SR_OP_RC : qp->type == SR_QPT_UC ? SR_OP_UC : SR_OP_UD;
+    uint8_t tbase = qp->type == SR_QPT_RC         ? SR_OP_RC
+                    : qp->type == SR_QPT_UC       ? SR_OP_UC
+                    : qp->type == SR_QPT_XRC_SEND ? SR_OP_XRC
+                                                  : SR_OP_UD;
     struct sr_pkt p = {0};
     p.bth.pkey = 0xffff;
     p.bth.dest_qp = qp->attr.dest_qp_num;
     p.bth.psn = qp->req.cur_psn;
+    p.xrc_srqn = wr->xrc_remote_srqn & SR_PSN_MASK; /* encoded only on XRC requests */
     const uint8_t *dgid = qp->attr.dgid;
     uint32_t consumed = 1;
     uint32_t len = 0;
@@ -217,7 +221,7 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
         p.bth.se = true;
     /* Ask for an ACK at the end of each message and every 32 packets, so
      * ACKs are coalesced but the window keeps moving (IBA 9.7.5.1.1). */
-    if (qp->type == SR_QPT_RC && (info->flags & (SR_OPF_SEND | SR_OPF_WRITE)) &&
+    if (sr_qp_reliable(qp) && (info->flags & (SR_OPF_SEND | SR_OPF_WRITE)) &&
         (last || (p.bth.psn & 31) == 31))
         p.bth.ack_req = true;
 
@@ -244,14 +248,14 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
     /* Acknowledgements (e.g. implied by READ responses after a rewind) may
      * have overtaken the send pointer: never resend what is acknowledged,
      * and never let a stale pointer read as a full window. */
-    if (qp->type == SR_QPT_RC && sr_psn_lt(qp->req.cur_psn, qp->comp.psn))
+    if (sr_qp_reliable(qp) && sr_psn_lt(qp->req.cur_psn, qp->comp.psn))
         sr_req_rewind(qp, qp->comp.psn);
     uint32_t window = qp->eng->cfg.window_pkts;
     bool sent = false;
     while (qp->req.cur != qp->sq_tail && qp->attr.qp_state == s) {
         struct sr_swqe *w = sr_sq_at(qp, qp->req.cur);
         bool fresh = w->state == SWQE_POSTED && qp->req.cur_psn == w->first_psn;
-        if (qp->type == SR_QPT_RC && (uint32_t)sr_psn_diff(qp->req.cur_psn, qp->comp.psn) >= window)
+        if (sr_qp_reliable(qp) && (uint32_t)sr_psn_diff(qp->req.cur_psn, qp->comp.psn) >= window)
             break;
         if (fresh) {
             /* SQD: nothing new starts while draining (IBA 10.3.1.5). */
@@ -267,7 +271,7 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
             if (st != SR_WC_SUCCESS) {
                 /* Completions are in order: the error waits until every
                  * earlier WQE has completed (the completer runs us again). */
-                if (qp->sq_head != qp->req.cur && qp->type == SR_QPT_RC)
+                if (qp->sq_head != qp->req.cur && sr_qp_reliable(qp))
                     break;
                 send_queue_error(qp, w, st);
                 return;
@@ -284,7 +288,7 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
                 if (is_rd_atomic(w->wr.opcode))
                     qp->req.rd_atomic++;
             }
-            if (qp->type != SR_QPT_RC) {
+            if (!sr_qp_reliable(qp)) {
                 /* UC and UD complete once sent (IBA 9.8.?: no acknowledgement). */
                 w->state = SWQE_DONE;
             }
@@ -293,7 +297,7 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
                 qp->req.cur_psn = sr_sq_at(qp, qp->req.cur)->first_psn;
         }
     }
-    if (qp->type != SR_QPT_RC) {
+    if (!sr_qp_reliable(qp)) {
         sr_qp_retire(qp);
         return;
     }

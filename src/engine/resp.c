@@ -53,11 +53,13 @@ struct resp_ctx {
     uint64_t now;
     uint8_t *target;               /* host memory of the R_Key check */
     enum sr_wc_status rwqe_status; /* responder-side completion on error */
+    struct sr_pd *pd;              /* protection domain of this request's memory */
+    struct sr_srq *xsrq;           /* XRC target: the SRQ the XRCETH names */
 };
 
-static struct sr_rq *qp_rq(struct sr_qp *qp)
+static struct sr_srq *rwqe_srq(const struct resp_ctx *c)
 {
-    return qp->srq ? &qp->srq->rq : &qp->rq;
+    return c->xsrq ? c->xsrq : c->qp->srq;
 }
 static struct sr_rwqe *cur_rwqe(struct sr_qp *qp)
 {
@@ -65,6 +67,12 @@ static struct sr_rwqe *cur_rwqe(struct sr_qp *qp)
 }
 
 /* ---- output ---- */
+/* Responses travel on the requester's transport: RC, or XRC for targets. */
+static uint8_t resp_base(const struct sr_qp *qp)
+{
+    return qp->type == SR_QPT_XRC_RECV ? SR_OP_XRC : SR_OP_RC;
+}
+
 static void send_aeth(struct sr_qp *qp, uint8_t opcode, uint32_t psn, uint8_t syndrome,
                       uint64_t orig)
 {
@@ -81,12 +89,12 @@ static void send_aeth(struct sr_qp *qp, uint8_t opcode, uint32_t psn, uint8_t sy
 
 static void send_ack(struct sr_qp *qp, uint32_t psn)
 {
-    send_aeth(qp, SR_OP_RC | SR_OP_ACK, psn, SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT, 0);
+    send_aeth(qp, resp_base(qp) | SR_OP_ACK, psn, SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT, 0);
 }
 
 static void send_nak(struct sr_qp *qp, uint32_t psn, uint8_t code)
 {
-    send_aeth(qp, SR_OP_RC | SR_OP_ACK, psn, SR_AETH_NAK | code, 0);
+    send_aeth(qp, resp_base(qp) | SR_OP_ACK, psn, SR_AETH_NAK | code, 0);
 }
 
 /* READ responses for [va, va+len) starting at psn (IBA 9.7.5.1.6):
@@ -101,7 +109,7 @@ static void send_read_responses(struct sr_qp *qp, const uint8_t *src, uint32_t l
                      : i == 0     ? SR_OP_READ_RESP_FIRST
                      : i == n - 1 ? SR_OP_READ_RESP_LAST
                                   : SR_OP_READ_RESP_MIDDLE;
-        p.bth.opcode = SR_OP_RC | op;
+        p.bth.opcode = resp_base(qp) | op;
         p.bth.pkey = 0xffff;
         p.bth.dest_qp = qp->attr.dest_qp_num;
         p.bth.psn = sr_psn_add(psn, i);
@@ -150,18 +158,22 @@ static bool needs_rwqe(const struct resp_ctx *c)
     return op_is(c, SR_OPF_WRITE) && op_is(c, SR_OPF_IMM) && !c->qp->resp.have_rwqe;
 }
 
-static bool take_rwqe(struct sr_qp *qp)
+static bool take_rwqe(struct resp_ctx *c)
 {
-    struct sr_rq *rq = qp_rq(qp);
+    struct sr_qp *qp = c->qp;
+    struct sr_srq *srq = rwqe_srq(c);
+    struct sr_rq *rq = srq ? &srq->rq : &qp->rq;
     struct sr_rwqe *w = sr_rq_peek(rq);
     if (!w)
         return false;
     memcpy(qp->resp.rwqe_buf, w, sizeof(*w) + w->num_sge * sizeof(struct sr_sge));
     sr_rq_pop(rq);
     qp->resp.have_rwqe = true;
+    /* an XRC SRQ completes on its own CQ (XRC targets have none) */
+    qp->resp.rwqe_cq = srq && srq->cq ? srq->cq : qp->recv_cq;
     qp->resp.recv_off = 0;
-    if (qp->srq)
-        sr_srq_check_limit(qp->srq);
+    if (srq)
+        sr_srq_check_limit(srq);
     return true;
 }
 
@@ -171,7 +183,8 @@ static void complete_rwqe(struct sr_qp *qp, enum sr_wc_status st, enum sr_wc_opc
 {
     if (!qp->resp.have_rwqe)
         return;
-    sr_qp_recv_complete(qp, cur_rwqe(qp), st, op, byte_len, imm, flags, src_qp, solicited);
+    sr_qp_recv_complete(qp, qp->resp.rwqe_cq, cur_rwqe(qp), st, op, byte_len, imm, flags, src_qp,
+                        solicited);
     qp->resp.have_rwqe = false;
     qp->resp.recv_off = 0;
 }
@@ -211,7 +224,7 @@ static enum resp_state duplicate(struct resp_ctx *c)
             return RS_DROP;
         const uint8_t *src = NULL;
         if (pkt->reth.dma_len) {
-            src = sr_mr_check(qp->eng, qp->pd, pkt->reth.rkey, pkt->reth.va, pkt->reth.dma_len,
+            src = sr_mr_check(qp->eng, c->pd, pkt->reth.rkey, pkt->reth.va, pkt->reth.dma_len,
                               SR_ACCESS_REMOTE_READ);
             if (!src)
                 return RS_DROP;
@@ -224,8 +237,8 @@ static enum resp_state duplicate(struct resp_ctx *c)
         struct sr_replay *r = replay_find(qp, pkt->bth.psn, true);
         if (!r)
             return RS_DROP;
-        send_aeth(qp, SR_OP_RC | SR_OP_ATOMIC_ACK, r->psn, SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT,
-                  r->orig);
+        send_aeth(qp, resp_base(qp) | SR_OP_ATOMIC_ACK, r->psn,
+                  SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT, r->orig);
         return RS_DONE;
     }
     /* SEND/WRITE: re-acknowledge everything received so far. */
@@ -252,6 +265,13 @@ static enum resp_state check_op_valid(struct resp_ctx *c)
     uint32_t acc = c->qp->attr.qp_access_flags;
     if (c->decode_err)
         return RS_ERR_INV_REQ; /* payload over PMTU, or FIRST/MIDDLE not one PMTU */
+    /* XRC: the XRCETH must name an XRC SRQ of the target's domain; its PD
+     * guards memory and it supplies receive WQEs (XRC annex, C14-?). */
+    if (c->qp->type == SR_QPT_XRC_RECV) {
+        if (!c->xsrq)
+            return RS_ERR_INV_REQ;
+        c->pd = c->xsrq->pd;
+    }
     /* IBA 10.2.?: the QP must be enabled for the remote operation. */
     if (op_is(c, SR_OPF_WRITE) && !(acc & SR_ACCESS_REMOTE_WRITE))
         return RS_ERR_ACCESS;
@@ -270,7 +290,7 @@ static enum resp_state check_resource(struct resp_ctx *c)
         return RS_CHECK_LENGTH;
     if (op_is(c, SR_OPF_WRITE) && !op_is(c, SR_OPF_LAST | SR_OPF_ONLY))
         return RS_CHECK_LENGTH; /* WRITE w/ imm takes its WQE at the end */
-    if (!take_rwqe(c->qp))
+    if (!take_rwqe(c))
         return RS_NAK_RNR;
     return RS_CHECK_LENGTH;
 }
@@ -315,7 +335,7 @@ static enum resp_state check_rkey(struct resp_ctx *c)
             va = pkt->reth.va;
             rkey = pkt->reth.rkey;
             len = pkt->reth.dma_len;
-            if (len && !sr_mr_check(qp->eng, qp->pd, rkey, va, len, SR_ACCESS_REMOTE_WRITE))
+            if (len && !sr_mr_check(qp->eng, c->pd, rkey, va, len, SR_ACCESS_REMOTE_WRITE))
                 return RS_ERR_ACCESS;
             qp->resp.write_va = va;
             qp->resp.write_rkey = rkey;
@@ -323,22 +343,22 @@ static enum resp_state check_rkey(struct resp_ctx *c)
         }
         if (pkt->payload_len) {
             /* Re-resolved per packet: the MR may be gone by now. */
-            c->target = sr_mr_check(qp->eng, qp->pd, qp->resp.write_rkey, qp->resp.write_va,
+            c->target = sr_mr_check(qp->eng, c->pd, qp->resp.write_rkey, qp->resp.write_va,
                                     pkt->payload_len, SR_ACCESS_REMOTE_WRITE);
             if (!c->target)
                 return RS_ERR_ACCESS;
         }
     } else if (op_is(c, SR_OPF_READ_REQ)) {
         if (pkt->reth.dma_len) {
-            c->target = sr_mr_check(qp->eng, qp->pd, pkt->reth.rkey, pkt->reth.va,
-                                    pkt->reth.dma_len, SR_ACCESS_REMOTE_READ);
+            c->target = sr_mr_check(qp->eng, c->pd, pkt->reth.rkey, pkt->reth.va, pkt->reth.dma_len,
+                                    SR_ACCESS_REMOTE_READ);
             if (!c->target)
                 return RS_ERR_ACCESS;
         }
     } else if (op_is(c, SR_OPF_ATOMIC)) {
         if (pkt->atomic.va & 7) /* IBA 9.4.5 (C9-?): atomics are 8-byte aligned */
             return RS_ERR_INV_REQ;
-        c->target = sr_mr_check(qp->eng, qp->pd, pkt->atomic.rkey, pkt->atomic.va, 8,
+        c->target = sr_mr_check(qp->eng, c->pd, pkt->atomic.rkey, pkt->atomic.va, 8,
                                 SR_ACCESS_REMOTE_ATOMIC);
         if (!c->target)
             return RS_ERR_ACCESS;
@@ -380,7 +400,7 @@ static enum resp_state execute(struct resp_ctx *c)
         uint32_t off = qp->resp.recv_off;
         if (qp->type == SR_QPT_UD)
             off += SR_GRH_LEN;
-        if (!sr_sge_scatter(qp->eng, qp->pd, w->sge, w->num_sge, off, pkt->payload,
+        if (!sr_sge_scatter(qp->eng, c->pd, w->sge, w->num_sge, off, pkt->payload,
                             pkt->payload_len)) {
             c->rwqe_status = SR_WC_LOC_PROT_ERR;
             return RS_ERR_OP;
@@ -440,7 +460,7 @@ static enum resp_state execute(struct resp_ctx *c)
         r->orig = do_atomic(c->target, pkt);
         qp->eng->stats.atomics_executed++;
         end_message(qp);
-        send_aeth(qp, SR_OP_RC | SR_OP_ATOMIC_ACK, pkt->bth.psn,
+        send_aeth(qp, resp_base(qp) | SR_OP_ATOMIC_ACK, pkt->bth.psn,
                   SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT, r->orig);
         qp->resp.epsn = sr_psn_add(pkt->bth.psn, 1);
         return RS_DONE;
@@ -463,6 +483,11 @@ static void responder_error(struct resp_ctx *c, uint8_t nak, enum sr_wc_status r
 static void rc_rx(struct resp_ctx *c)
 {
     struct sr_qp *qp = c->qp;
+    if (qp->type == SR_QPT_XRC_RECV) {
+        struct sr_srq *s = sr_srq_lookup(qp->eng, c->pkt->xrc_srqn);
+        c->xsrq = s && s->xrcd == qp->xrcd ? s : NULL;
+        c->pd = c->xsrq ? c->xsrq->pd : NULL;
+    }
     enum resp_state s = RS_CHECK_PSN;
     for (;;) {
         switch (s) {
@@ -504,7 +529,7 @@ static void rc_rx(struct resp_ctx *c)
             return;
         case RS_NAK_RNR:
             qp->eng->stats.rnr_naks_sent++;
-            send_aeth(qp, SR_OP_RC | SR_OP_ACK, c->pkt->bth.psn,
+            send_aeth(qp, resp_base(qp) | SR_OP_ACK, c->pkt->bth.psn,
                       SR_AETH_RNR_NAK | (qp->attr.min_rnr_timer & 31), 0);
             return;
         case RS_ERR_INV_REQ:
@@ -547,7 +572,7 @@ static void uc_rx(struct resp_ctx *c)
     if (s == RS_CHECK_OP_VALID)
         s = check_op_valid(c);
     if (s == RS_CHECK_RESOURCE) {
-        if (needs_rwqe(c) && !qp->resp.have_rwqe && !take_rwqe(qp))
+        if (needs_rwqe(c) && !qp->resp.have_rwqe && !take_rwqe(c))
             s = RS_DROP;
         else
             s = RS_CHECK_LENGTH;
@@ -605,7 +630,7 @@ static void ud_rx(struct resp_ctx *c)
         e->stats.rx_drop_qkey++;
         return;
     }
-    if (!take_rwqe(qp)) {
+    if (!take_rwqe(c)) {
         e->stats.rx_drop_other++; /* UD has no RNR: the datagram is lost */
         return;
     }
@@ -616,7 +641,7 @@ static void ud_rx(struct resp_ctx *c)
     }
     uint8_t grh[SR_GRH_LEN];
     build_grh(grh, c->src_gid, e->cfg.gid, pkt->payload_len);
-    if (!sr_sge_scatter(e, qp->pd, w->sge, w->num_sge, 0, grh, SR_GRH_LEN)) {
+    if (!sr_sge_scatter(e, c->pd, w->sge, w->num_sge, 0, grh, SR_GRH_LEN)) {
         complete_rwqe(qp, SR_WC_LOC_PROT_ERR, SR_WC_RECV, 0, 0, 0, pkt->deth.src_qp, false);
         return;
     }
@@ -634,10 +659,14 @@ void sr_resp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err, cons
         .decode_err = decode_err,
         .src_gid = src_gid,
         .now = now_ns,
+        .pd = qp->pd,
     };
     switch (qp->type) {
     case SR_QPT_RC:
+    case SR_QPT_XRC_RECV:
         rc_rx(&c);
+        break;
+    case SR_QPT_XRC_SEND: /* an initiator takes no requests (filtered earlier) */
         break;
     case SR_QPT_UC:
         uc_rx(&c);

@@ -31,9 +31,16 @@ struct sr_mr;
 struct sr_cq;
 struct sr_qp;
 struct sr_srq;
+struct sr_xrcd;
 
 /* ---- values shared with verbs (same numbers as IBV_*) ---- */
-enum sr_qp_type { SR_QPT_RC = 2, SR_QPT_UC = 3, SR_QPT_UD = 4 };
+enum sr_qp_type {
+    SR_QPT_RC = 2,
+    SR_QPT_UC = 3,
+    SR_QPT_UD = 4,
+    SR_QPT_XRC_SEND = 9,  /* XRC initiator: RC requester, each WR names a remote XRC SRQ */
+    SR_QPT_XRC_RECV = 10, /* XRC target: RC responder feeding the XRC SRQs of its domain */
+};
 
 enum sr_qp_state {
     SR_QPS_RESET,
@@ -179,7 +186,8 @@ struct sr_send_wr {
     uint32_t rkey;
     uint64_t compare_add; /* atomics */
     uint64_t swap;
-    struct sr_ah ah; /* UD only */
+    struct sr_ah ah;          /* UD only */
+    uint32_t xrc_remote_srqn; /* XRC_SEND only: the target XRC SRQ */
 };
 
 struct sr_recv_wr {
@@ -211,6 +219,7 @@ struct sr_qp_init_attr {
     enum sr_qp_type qp_type;
     struct sr_cq *send_cq, *recv_cq;
     struct sr_srq *srq;
+    struct sr_xrcd *xrcd; /* XRC_RECV: its domain */
     struct sr_qp_cap cap;
     bool sq_sig_all;
 };
@@ -329,7 +338,17 @@ int sr_cq_req_notify(struct sr_cq *cq, bool solicited_only);
 void sr_cq_set_user(struct sr_cq *cq, void *user);
 void *sr_cq_user(const struct sr_cq *cq);
 
+/* ---- XRC domains ---- */
+int sr_xrcd_alloc(struct sr_engine *e, struct sr_xrcd **out);
+int sr_xrcd_free(struct sr_xrcd *xrcd); /* SR_ERR_BUSY while SRQs or QPs use it */
+
 /* ---- shared receive queues ---- */
+/* An XRC SRQ: receives for the XRC_RECV QPs of xrcd, completions to cq,
+ * memory checked against pd. */
+int sr_srq_create_xrc(struct sr_pd *pd, struct sr_xrcd *xrcd, struct sr_cq *cq, uint32_t max_wr,
+                      uint32_t max_sge, struct sr_srq **out);
+/* The SRQ number peers put in the XRCETH. */
+uint32_t sr_srq_num(const struct sr_srq *srq);
 int sr_srq_create(struct sr_pd *pd, uint32_t max_wr, uint32_t max_sge, struct sr_srq **out);
 int sr_srq_destroy(struct sr_srq *srq);
 int sr_srq_post_recv(struct sr_srq *srq, const struct sr_recv_wr *wr);

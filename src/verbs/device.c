@@ -234,7 +234,7 @@ static void fill_device_attr(struct sv_device *d, struct ibv_device_attr *a)
     a->max_qp = 16384 - 16;
     a->max_qp_wr = 1 << 15;
     a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT |
-                          IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_N_NOTIFY_CQ;
+                          IBV_DEVICE_XRC | IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_N_NOTIFY_CQ;
     a->max_sge = SR_MAX_SGE;
     a->max_sge_rd = SR_MAX_SGE;
     a->max_cq = 16384;

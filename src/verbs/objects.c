@@ -372,6 +372,90 @@ SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_
     return &s->ibsrq;
 }
 
+/* ---- XRC domains and extended SRQs ---- */
+/* A domain is private to its context: the fd that rdma-core uses to share
+ * one between processes (IBV_XRCD_INIT_ATTR_FD) has no meaning here. */
+static struct ibv_xrcd *sv_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init_attr *attr)
+{
+    if (attr->comp_mask & ~(uint32_t)(IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS)) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    struct sv_xrcd *x = calloc(1, sizeof(*x));
+    if (!x) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    int err = LOCKED(context, sr_xrcd_alloc(sr_nic_engine(nic_of(context)), &x->xrcd));
+    if (err) {
+        free(x);
+        errno = sv_errno(err);
+        return NULL;
+    }
+    x->ibxrcd.context = context;
+    return &x->ibxrcd;
+}
+
+static int sv_close_xrcd(struct ibv_xrcd *xrcd)
+{
+    struct sv_xrcd *x = sr_container_of(xrcd, struct sv_xrcd, ibxrcd);
+    int err = LOCKED(xrcd->context, sr_xrcd_free(x->xrcd));
+    if (err)
+        return sv_errno(err);
+    free(x);
+    return 0;
+}
+
+static struct ibv_srq *sv_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *a)
+{
+    uint32_t known = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
+                     IBV_SRQ_INIT_ATTR_CQ;
+    enum ibv_srq_type type = (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ? a->srq_type : IBV_SRQT_BASIC;
+    if ((a->comp_mask & ~known) || (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC)) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !a->pd) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (type == IBV_SRQT_BASIC)
+        return ibv_create_srq(a->pd, (struct ibv_srq_init_attr *)a);
+    if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) ||
+        !a->xrcd || !a->cq) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct sv_srq *s = calloc(1, sizeof(*s));
+    if (!s) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    struct sv_xrcd *x = sr_container_of(a->xrcd, struct sv_xrcd, ibxrcd);
+    int err = LOCKED(context, sr_srq_create_xrc(sv_pd(a->pd)->pd, x->xrcd, sv_cq(a->cq)->cq,
+                                                a->attr.max_wr, a->attr.max_sge, &s->srq));
+    if (!err && a->attr.srq_limit)
+        err = LOCKED(context, sr_srq_set_limit(s->srq, a->attr.srq_limit));
+    if (err) {
+        free(s);
+        errno = sv_errno(err);
+        return NULL;
+    }
+    sr_srq_set_user(s->srq, s);
+    s->ibsrq.context = context;
+    s->ibsrq.srq_context = a->srq_context;
+    s->ibsrq.pd = a->pd;
+    pthread_mutex_init(&s->ibsrq.mutex, NULL);
+    pthread_cond_init(&s->ibsrq.cond, NULL);
+    return &s->ibsrq;
+}
+
+static int sv_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num)
+{
+    *srq_num = sr_srq_num(sv_srq(srq)->srq);
+    return 0;
+}
+
 SV_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
 {
     if (mask & IBV_SRQ_MAX_WR)
@@ -443,7 +527,8 @@ static int sv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_re
 
 /* ---- QP ---- */
 static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_pd *pd,
-                                struct ibv_qp_init_attr *a, uint64_t send_ops_flags)
+                                struct ibv_xrcd *xrcd, struct ibv_qp_init_attr *a,
+                                uint64_t send_ops_flags)
 {
     enum sr_qp_type t;
     switch (a->qp_type) {
@@ -456,11 +541,20 @@ static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_pd *pd,
     case IBV_QPT_UD:
         t = SR_QPT_UD;
         break;
+    case IBV_QPT_XRC_SEND:
+        t = SR_QPT_XRC_SEND;
+        break;
+    case IBV_QPT_XRC_RECV:
+        t = SR_QPT_XRC_RECV;
+        break;
     default:
         errno = EOPNOTSUPP;
         return NULL;
     }
-    if (!pd || !a->send_cq || (!a->recv_cq && !a->srq)) {
+    bool ok = t == SR_QPT_XRC_RECV   ? xrcd != NULL
+              : t == SR_QPT_XRC_SEND ? pd && a->send_cq
+                                     : pd && a->send_cq && (a->recv_cq || a->srq);
+    if (!ok) {
         errno = EINVAL;
         return NULL;
     }
@@ -471,9 +565,10 @@ static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_pd *pd,
     }
     struct sr_qp_init_attr ia = {
         .qp_type = t,
-        .send_cq = sv_cq(a->send_cq)->cq,
-        .recv_cq = a->recv_cq ? sv_cq(a->recv_cq)->cq : NULL,
-        .srq = a->srq ? sv_srq(a->srq)->srq : NULL,
+        .send_cq = a->send_cq && t != SR_QPT_XRC_RECV ? sv_cq(a->send_cq)->cq : NULL,
+        .recv_cq = a->recv_cq && t != SR_QPT_XRC_RECV ? sv_cq(a->recv_cq)->cq : NULL,
+        .srq = a->srq && t != SR_QPT_XRC_RECV ? sv_srq(a->srq)->srq : NULL,
+        .xrcd = xrcd ? sr_container_of(xrcd, struct sv_xrcd, ibxrcd)->xrcd : NULL,
         .cap = {.max_send_wr = a->cap.max_send_wr,
                 .max_recv_wr = a->srq ? 0 : a->cap.max_recv_wr,
                 .max_send_sge = a->cap.max_send_sge,
@@ -481,7 +576,7 @@ static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_pd *pd,
                 .max_inline_data = a->cap.max_inline_data},
         .sq_sig_all = a->sq_sig_all != 0,
     };
-    int err = LOCKED(context, sr_qp_create(sv_pd(pd)->pd, &ia, &q->qp));
+    int err = LOCKED(context, sr_qp_create(pd ? sv_pd(pd)->pd : NULL, &ia, &q->qp));
     if (err) {
         free(q);
         errno = sv_errno(err);
@@ -511,12 +606,12 @@ static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_pd *pd,
 
 SV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
-    return create_qp(pd->context, pd, attr, 0);
+    return create_qp(pd->context, pd, NULL, attr, 0);
 }
 
 static struct ibv_qp *sv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *ax)
 {
-    uint64_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    uint64_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_XRCD;
     if (ax->comp_mask & ~known) {
         errno = EOPNOTSUPP;
         return NULL;
@@ -532,7 +627,8 @@ static struct ibv_qp *sv_create_qp_ex(struct ibv_context *context, struct ibv_qp
     };
     struct ibv_pd *pd = (ax->comp_mask & IBV_QP_INIT_ATTR_PD) ? ax->pd : NULL;
     uint64_t ops = (ax->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ? ax->send_ops_flags : 0;
-    struct ibv_qp *qp = create_qp(context, pd, &a, ops);
+    struct ibv_xrcd *xrcd = (ax->comp_mask & IBV_QP_INIT_ATTR_XRCD) ? ax->xrcd : NULL;
+    struct ibv_qp *qp = create_qp(context, pd, xrcd, &a, ops);
     if (qp)
         ax->cap = a.cap;
     return qp;
@@ -701,6 +797,8 @@ static int sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
         default:
             break;
         }
+        if (qp->qp_type == IBV_QPT_XRC_SEND)
+            s.xrc_remote_srqn = wr->qp_type.xrc.remote_srqn;
         if (qp->qp_type == IBV_QPT_UD) {
             if (!wr->wr.ud.ah) {
                 err = EINVAL;
@@ -808,4 +906,8 @@ void sv_init_ops(struct sv_context *ctx)
     o->post_recv = sv_post_recv;
     o->post_srq_recv = sv_post_srq_recv;
     ctx->vctx.create_qp_ex = sv_create_qp_ex;
+    ctx->vctx.open_xrcd = sv_open_xrcd;
+    ctx->vctx.close_xrcd = sv_close_xrcd;
+    ctx->vctx.create_srq_ex = sv_create_srq_ex;
+    ctx->vctx.get_srq_num = sv_get_srq_num;
 }

@@ -232,8 +232,9 @@ static void wr_send_tso(struct ibv_qp_ex *qp, void *hdr, uint16_t hdr_sz, uint16
 }
 static void wr_set_xrc_srqn(struct ibv_qp_ex *qp, uint32_t srqn)
 {
-    (void)srqn;
-    wr_unsupported(qp);
+    struct sr_send_wr *w = current(qp);
+    if (w)
+        w->xrc_remote_srqn = srqn;
 }
 static void wr_atomic_write(struct ibv_qp_ex *qp, uint32_t rkey, uint64_t addr, const void *wr)
 {

@@ -71,6 +71,11 @@ struct sv_srq {
     struct sr_srq *srq;
 };
 
+struct sv_xrcd {
+    struct ibv_xrcd ibxrcd;
+    struct sr_xrcd *xrcd;
+};
+
 struct sv_ah {
     struct ibv_ah ibah;
     uint8_t dgid[16];

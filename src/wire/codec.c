@@ -54,7 +54,7 @@ static int check_fields(const struct sr_opcode_info *info, const struct sr_pkt *
             return SR_ERR_WIRE_FIELD;
         /* READ responses and ATOMIC ACKs carry a positive ACK syndrome only
          * (IBA 9.7.5.1.x: NAKs travel in the ACKNOWLEDGE opcode). */
-        if (pkt->bth.opcode != (SR_OP_RC | SR_OP_ACK) &&
+        if (SR_OPCODE_OP(pkt->bth.opcode) != SR_OP_ACK &&
             SR_AETH_TYPE(pkt->aeth.syndrome) != SR_AETH_ACK)
             return SR_ERR_WIRE_FIELD;
     }
@@ -78,6 +78,8 @@ int sr_wire_decode(const uint8_t *buf, size_t len, uint32_t pmtu, struct sr_pkt 
 
     pkt->hdrs = info->hdrs;
     const uint8_t *p;
+    if (info->hdrs & SR_HDR_BIT(SR_HDR_XRCETH))
+        pkt->xrc_srqn = sr_get_be24(buf + info->off[SR_HDR_XRCETH] + 1);
     if (info->hdrs & SR_HDR_BIT(SR_HDR_DETH)) {
         p = buf + info->off[SR_HDR_DETH];
         pkt->deth.qkey = sr_get_be32(p);
@@ -163,7 +165,8 @@ int sr_wire_encode_hdr(const struct sr_pkt *pkt, uint8_t *buf, size_t cap)
     if (cap < info->hdr_len)
         return SR_ERR_NOSPACE;
     if (pkt->bth.dest_qp > SR_PSN_MASK || pkt->bth.psn > SR_PSN_MASK ||
-        pkt->aeth.msn > SR_PSN_MASK || pkt->deth.src_qp > SR_PSN_MASK || pkt->bth.tver > 0x0f)
+        pkt->aeth.msn > SR_PSN_MASK || pkt->deth.src_qp > SR_PSN_MASK || pkt->bth.tver > 0x0f ||
+        pkt->xrc_srqn > SR_PSN_MASK)
         return SR_ERR_RANGE;
     if (pkt->payload_len && !(info->flags & SR_OPF_PAYLOAD))
         return SR_ERR_RANGE;
@@ -171,6 +174,8 @@ int sr_wire_encode_hdr(const struct sr_pkt *pkt, uint8_t *buf, size_t cap)
     memset(buf, 0, info->hdr_len); /* reserved fields and the CNP pad are zero */
     encode_bth(pkt, buf);
     uint8_t *p;
+    if (info->hdrs & SR_HDR_BIT(SR_HDR_XRCETH))
+        sr_put_be24(buf + info->off[SR_HDR_XRCETH] + 1, pkt->xrc_srqn);
     if (info->hdrs & SR_HDR_BIT(SR_HDR_DETH)) {
         p = buf + info->off[SR_HDR_DETH];
         sr_put_be32(p, pkt->deth.qkey);

@@ -30,11 +30,12 @@ enum {
     SR_IMMDT_LEN = 4,
     SR_IETH_LEN = 4,
     SR_DETH_LEN = 8,
+    SR_XRCETH_LEN = 4,
     SR_CNP_PAD_LEN = 16, /* RoCEv2 CNP: 16 reserved bytes after the BTH */
     SR_ICRC_LEN = 4,
     SR_GRH_LEN = 40,
     SR_ROCE_UDP_PORT = 4791,
-    SR_MAX_HDR_LEN = SR_BTH_LEN + SR_ATOMIC_ETH_LEN, /* largest header stack */
+    SR_MAX_HDR_LEN = SR_BTH_LEN + SR_XRCETH_LEN + SR_ATOMIC_ETH_LEN, /* largest header stack */
     SR_MIN_PMTU = 256,
     SR_MAX_PMTU = 4096,
 };
@@ -44,6 +45,7 @@ enum sr_opcode {
     SR_OP_RC = 0x00,
     SR_OP_UC = 0x20,
     SR_OP_UD = 0x60,
+    SR_OP_XRC = 0xa0,
 
     /* low 5 bits, shared by RC/UC/UD */
     SR_OP_SEND_FIRST = 0x00,
@@ -87,6 +89,7 @@ enum sr_hdr_idx {
     SR_HDR_IETH,
     SR_HDR_DETH,
     SR_HDR_CNP_PAD,
+    SR_HDR_XRCETH,
     SR_HDR_NUM,
 };
 #define SR_HDR_BIT(idx) (1u << (idx))
@@ -188,6 +191,7 @@ struct sr_pkt {
     uint64_t atomic_orig; /* AtomicAckETH: original remote data */
     uint32_t imm;         /* ImmDt, as the 32-bit big-endian value on the wire */
     uint32_t ieth_rkey;   /* IETH: R_Key to invalidate */
+    uint32_t xrc_srqn;    /* XRCETH: the target XRC SRQ (24 bits) */
     struct sr_deth deth;
     const uint8_t *payload; /* decode: points into the buffer; encode: source */
     uint32_t payload_len;   /* payload bytes, pad excluded */

@@ -56,6 +56,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (h == SR_HDR_DETH) { /* byte 4 of the DETH is reserved */
                 if (memcmp(out + off, buf + off, 4) || memcmp(out + off + 5, buf + off + 5, 3))
                     abort();
+            } else if (h == SR_HDR_XRCETH) { /* byte 0 of the XRCETH is reserved */
+                if (memcmp(out + off + 1, buf + off + 1, 3))
+                    abort();
             } else if (h == SR_HDR_AETH) {
                 if (memcmp(out + off, buf + off, 4))
                     abort();

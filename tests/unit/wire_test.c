@@ -16,14 +16,68 @@ static const struct {
     uint8_t hdr_len;
     bool payload;
 } op_rows[] = {
-    {0x00, 12, true},  {0x01, 12, true}, {0x02, 12, true},  {0x03, 16, true},  {0x04, 12, true},
-    {0x05, 16, true},  {0x06, 28, true}, {0x07, 12, true},  {0x08, 12, true},  {0x09, 16, true},
-    {0x0a, 28, true},  {0x0b, 32, true}, {0x0c, 28, false}, {0x0d, 16, true},  {0x0e, 12, true},
-    {0x0f, 16, true},  {0x10, 16, true}, {0x11, 16, false}, {0x12, 24, false}, {0x13, 40, false},
-    {0x14, 40, false}, {0x16, 16, true}, {0x17, 16, true},  {0x20, 12, true},  {0x21, 12, true},
-    {0x22, 12, true},  {0x23, 16, true}, {0x24, 12, true},  {0x25, 16, true},  {0x26, 28, true},
-    {0x27, 12, true},  {0x28, 12, true}, {0x29, 16, true},  {0x2a, 28, true},  {0x2b, 32, true},
-    {0x64, 20, true},  {0x65, 24, true}, {0x81, 28, false},
+    {0x00, 12, true},
+    {0x01, 12, true},
+    {0x02, 12, true},
+    {0x03, 16, true},
+    {0x04, 12, true},
+    {0x05, 16, true},
+    {0x06, 28, true},
+    {0x07, 12, true},
+    {0x08, 12, true},
+    {0x09, 16, true},
+    {0x0a, 28, true},
+    {0x0b, 32, true},
+    {0x0c, 28, false},
+    {0x0d, 16, true},
+    {0x0e, 12, true},
+    {0x0f, 16, true},
+    {0x10, 16, true},
+    {0x11, 16, false},
+    {0x12, 24, false},
+    {0x13, 40, false},
+    {0x14, 40, false},
+    {0x16, 16, true},
+    {0x17, 16, true},
+    {0x20, 12, true},
+    {0x21, 12, true},
+    {0x22, 12, true},
+    {0x23, 16, true},
+    {0x24, 12, true},
+    {0x25, 16, true},
+    {0x26, 28, true},
+    {0x27, 12, true},
+    {0x28, 12, true},
+    {0x29, 16, true},
+    {0x2a, 28, true},
+    {0x2b, 32, true},
+    {0x64, 20, true},
+    {0x65, 24, true},
+    {0x81, 28, false},
+    /* XRC: RC's layout plus a 4-byte XRCETH on requests only */
+    {0xa0, 16, true},
+    {0xa1, 16, true},
+    {0xa2, 16, true},
+    {0xa3, 20, true},
+    {0xa4, 16, true},
+    {0xa5, 20, true},
+    {0xa6, 32, true},
+    {0xa7, 16, true},
+    {0xa8, 16, true},
+    {0xa9, 20, true},
+    {0xaa, 32, true},
+    {0xab, 36, true},
+    {0xac, 32, false},
+    {0xad, 16, true},
+    {0xae, 12, true},
+    {0xaf, 16, true},
+    {0xb0, 16, true},
+    {0xb1, 16, false},
+    {0xb2, 24, false},
+    {0xb3, 44, false},
+    {0xb4, 44, false},
+    {0xb6, 20, true},
+    {0xb7, 20, true},
 };
 
 static void test_opcode_table(void)
@@ -53,6 +107,10 @@ static void test_opcode_table(void)
     const struct sr_opcode_info *aa = sr_opcode_info(0x12);
     SR_CHECK_EQ(aa->off[SR_HDR_AETH], 12);
     SR_CHECK_EQ(aa->off[SR_HDR_ATOMIC_ACK_ETH], 16);
+    const struct sr_opcode_info *x = sr_opcode_info(0xab);
+    SR_CHECK_EQ(x->off[SR_HDR_XRCETH], 12);
+    SR_CHECK_EQ(x->off[SR_HDR_RETH], 16);
+    SR_CHECK_EQ(x->off[SR_HDR_IMMDT], 32);
     const struct sr_opcode_info *ud = sr_opcode_info(0x65);
     SR_CHECK_EQ(ud->off[SR_HDR_DETH], 12);
     SR_CHECK_EQ(ud->off[SR_HDR_IMMDT], 20);
@@ -88,6 +146,7 @@ static void fill_pkt(struct sr_pkt *p, uint8_t op, uint32_t payload_len, const u
     p->ieth_rkey = 0xbadc0de0u | (seed & 0xf);
     p->deth.qkey = 0x11111111u + seed;
     p->deth.src_qp = (0x123456u + seed) & SR_PSN_MASK;
+    p->xrc_srqn = (0x00abcdu * (seed + 1)) & SR_PSN_MASK;
     p->payload = payload;
     p->payload_len = payload_len;
 }
@@ -121,6 +180,7 @@ static void check_same(const struct sr_pkt *in, const struct sr_pkt *out, uint32
     SR_CHECK_EQ(out->ieth_rkey, HAS(IETH) ? in->ieth_rkey : 0);
     SR_CHECK_EQ(out->deth.qkey, HAS(DETH) ? in->deth.qkey : 0);
     SR_CHECK_EQ(out->deth.src_qp, HAS(DETH) ? in->deth.src_qp : 0);
+    SR_CHECK_EQ(out->xrc_srqn, HAS(XRCETH) ? in->xrc_srqn : 0);
 #undef HAS
     SR_CHECK_EQ(out->payload_len, in->payload_len);
     if (in->payload_len && out->payload_len == in->payload_len)

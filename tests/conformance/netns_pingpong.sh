@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Two hosts: Debian's unmodified ibv_rc_pingpong between two network
+# namespaces joined by a veth pair, softrdma bound to each namespace's
+# address with SOFTRDMA_ADDR (RoCEv2 over a real Ethernet device, not lo).
+#   netns_pingpong.sh LIBDIR
+# Creates namespaces srA<pid>/srB<pid> with veth ends 10.231.0.1/24 and
+# 10.231.0.2/24 (plus fd00:231::1/64 and ::2/64, nodad). The addresses exist
+# only inside the namespaces this script creates, and the namespaces are
+# removed on exit (trap), on failure too.
+# Cases, each server in A, client in B, -g 0 -c -n 100:
+#   ipv4      default size (4096)     GIDs ::ffff:10.231.0.x
+#   ipv4_64K  -s 65536                GIDs ::ffff:10.231.0.x
+#   ipv6      default size            GIDs fd00:231::x
+#   ipv6_64K  -s 65536                GIDs fd00:231::x
+# For the IPv6 cases the out-of-band TCP exchange still goes to 10.231.0.1:
+# ibv_rc_pingpong's server listens on the first passive getaddrinfo()
+# result, 0.0.0.0 (IPv4 only), so a client connecting to fd00:231::1 gets
+# "Couldn't connect". The GIDs the pair exchanges over that TCP connection
+# are the IPv6 ones, so RDMA traffic is IPv6 (checked below).
+# Checks per case: both sides exit 0 and print "iters in"; each side's local
+# and remote GIDs are the expected addresses; the veth ends carried at least
+# the data packets each way (100 x ceil(size/1024) at the default path MTU
+# 1024). Exit 77 (SKIP) when namespaces cannot be created.
+set -u
+libdir=$1
+SKIP=77
+port=18701
+pp_timeout=40
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIP: not root, cannot create network namespaces"; exit $SKIP
+fi
+for t in ip ss ibv_rc_pingpong timeout; do
+  command -v $t >/dev/null || { echo "SKIP: $t not found"; exit $SKIP; }
+done
+
+# Namespaces left by an earlier run that was killed (SIGKILL skips the trap):
+# named after the pid of their script, stale once that pid is gone.
+for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^sr[AB][0-9]+$'); do
+  kill -0 "${ns:3}" 2>/dev/null || { echo "removing stale namespace $ns"; ip netns del "$ns"; }
+done
+
+tag=$$
+nsa=srA$tag nsb=srB$tag
+va=srva$tag vb=srvb$tag
+out=$(mktemp -d)
+srv=
+cleanup() {
+  if [ -n "$srv" ]; then kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null; fi
+  ip netns del "$nsa" 2>/dev/null
+  ip netns del "$nsb" 2>/dev/null
+  rm -rf "$out"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+if ! ip netns add "$nsa" 2>"$out/err" || ! ip netns add "$nsb" 2>>"$out/err"; then
+  echo "SKIP: cannot create network namespaces: $(cat "$out/err")"; exit $SKIP
+fi
+# a kernel without veth (or a restricted container) is the environment's
+# limit, not softrdma's: skip too
+if ! { ip link add name "$va" netns "$nsa" type veth peer name "$vb" netns "$nsb" &&
+       ip -n "$nsa" link set lo up && ip -n "$nsb" link set lo up &&
+       ip -n "$nsa" addr add 10.231.0.1/24 dev "$va" &&
+       ip -n "$nsb" addr add 10.231.0.2/24 dev "$vb" &&
+       ip -n "$nsa" addr add fd00:231::1/64 dev "$va" nodad &&
+       ip -n "$nsb" addr add fd00:231::2/64 dev "$vb" nodad &&
+       ip -n "$nsa" link set "$va" up && ip -n "$nsb" link set "$vb" up; } 2>"$out/err"; then
+  echo "SKIP: cannot set up the veth pair between the namespaces: $(cat "$out/err")"
+  exit $SKIP
+fi
+echo "namespaces $nsa ($va 10.231.0.1, fd00:231::1) <-> $nsb ($vb 10.231.0.2, fd00:231::2)"
+
+# the veth must be up (carrier) before traffic; at most 5 s
+for _ in $(seq 50); do
+  ip -n "$nsa" -o link show "$va" | grep -q LOWER_UP &&
+    ip -n "$nsb" -o link show "$vb" | grep -q LOWER_UP && break
+  sleep 0.1
+done
+
+ifstat() { ip netns exec "$1" cat "/sys/class/net/$2/statistics/$3"; }
+# UDP datagrams sent in namespace $1 over IPv4 ($2=4) or IPv6 ($2=6)
+udpout() {
+  if [ "$2" = 4 ]; then
+    ip netns exec "$1" awk '/^Udp:/ { if (++n == 1) { for (i = 1; i <= NF; i++) h[i] = $i }
+                             else for (i = 1; i <= NF; i++) if (h[i] == "OutDatagrams") print $i }' /proc/net/snmp
+  else
+    ip netns exec "$1" awk '$1 == "Udp6OutDatagrams" { print $2 }' /proc/net/snmp6
+  fi
+}
+
+fails=0
+# run_case NAME FAMILY(4|6) ADDR_A ADDR_B GID_A GID_B SIZE
+run_case() {
+  local name=$1 fam=$2 addr_a=$3 addr_b=$4 gid_a=$5 gid_b=$6 size=$7 ok=1
+  local other=$(( fam == 4 ? 6 : 4 ))
+  local re_a=${gid_a//./\\.} re_b=${gid_b//./\\.}
+  local args=(-g 0 -c -n 100 -s "$size")
+  local txa0 txb0 txa1 txb1 ua0 ub0 ua1 ub1 oa0 ob0 oa1 ob1 src crc
+  txa0=$(ifstat "$nsa" "$va" tx_packets) txb0=$(ifstat "$nsb" "$vb" tx_packets)
+  ua0=$(udpout "$nsa" $fam) ub0=$(udpout "$nsb" $fam)
+  oa0=$(udpout "$nsa" $other) ob0=$(udpout "$nsb" $other)
+  ip netns exec "$nsa" env LD_LIBRARY_PATH="$libdir" SOFTRDMA_ADDR="$addr_a" \
+    timeout $pp_timeout ibv_rc_pingpong -p $port "${args[@]}" >"$out/srv" 2>&1 &
+  srv=$!
+  # wait for the server's TCP listener (look, don't connect), at most 10 s
+  for _ in $(seq 100); do
+    ip netns exec "$nsa" ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
+    sleep 0.1
+  done
+  ip netns exec "$nsb" env LD_LIBRARY_PATH="$libdir" SOFTRDMA_ADDR="$addr_b" \
+    timeout $pp_timeout ibv_rc_pingpong -p $port "${args[@]}" 10.231.0.1 >"$out/cli" 2>&1
+  crc=$?
+  wait $srv
+  src=$?
+  srv=
+  txa1=$(ifstat "$nsa" "$va" tx_packets) txb1=$(ifstat "$nsb" "$vb" tx_packets)
+  ua1=$(udpout "$nsa" $fam) ub1=$(udpout "$nsb" $fam)
+  oa1=$(udpout "$nsa" $other) ob1=$(udpout "$nsb" $other)
+  echo "=== $name: server in $nsa SOFTRDMA_ADDR=$addr_a, client in $nsb SOFTRDMA_ADDR=$addr_b, ${args[*]}"
+  echo "--- server ($src)"; cat "$out/srv"
+  echo "--- client ($crc)"; cat "$out/cli"
+  check() { if ! eval "$2"; then echo "FAIL [$name]: $1"; ok=0; else echo "ok   [$name]: $1"; fi; }
+  check "both sides exit 0 (server=$src client=$crc)" '[ $src -eq 0 ] && [ $crc -eq 0 ]'
+  check "both sides print a result line" 'grep -q "iters in" "$out/srv" && grep -q "iters in" "$out/cli"'
+  check "server local GID $gid_a" 'grep -Eq "local address: .* GID $re_a\$" "$out/srv"'
+  check "server remote GID $gid_b" 'grep -Eq "remote address: .* GID $re_b\$" "$out/srv"'
+  check "client local GID $gid_b" 'grep -Eq "local address: .* GID $re_b\$" "$out/cli"'
+  check "client remote GID $gid_a" 'grep -Eq "remote address: .* GID $re_a\$" "$out/cli"'
+  local want=$(( 100 * ( (size + 1023) / 1024 ) ))
+  check "$va sent $((txa1 - txa0)) packets, $vb sent $((txb1 - txb0)) (each >= $want data packets)" \
+    '[ $((txa1 - txa0)) -ge $want ] && [ $((txb1 - txb0)) -ge $want ]'
+  check "UDP over IPv$fam: $nsa sent $((ua1 - ua0)) datagrams, $nsb $((ub1 - ub0)); none over IPv$other" \
+    '[ $((ua1 - ua0)) -gt 0 ] && [ $((ub1 - ub0)) -gt 0 ] && [ $((oa1 - oa0)) -eq 0 ] && [ $((ob1 - ob0)) -eq 0 ]'
+  [ $ok -eq 1 ] || fails=$((fails + 1))
+}
+
+run_case ipv4     4 10.231.0.1  10.231.0.2  ::ffff:10.231.0.1 ::ffff:10.231.0.2 4096
+run_case ipv4_64K 4 10.231.0.1  10.231.0.2  ::ffff:10.231.0.1 ::ffff:10.231.0.2 65536
+run_case ipv6     6 fd00:231::1 fd00:231::2 fd00:231::1       fd00:231::2       4096
+run_case ipv6_64K 6 fd00:231::1 fd00:231::2 fd00:231::1       fd00:231::2       65536
+
+if [ $fails -ne 0 ]; then echo "FAIL: $fails case(s) failed"; exit 1; fi
+echo PASS
