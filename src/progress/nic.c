@@ -102,6 +102,9 @@ static void *nic_thread(void *arg)
         pthread_mutex_lock(&nic->lock);
         int n = sr_nic_progress(nic);
         uint64_t deadline = sr_engine_next_deadline(nic->eng);
+        uint64_t held = sr_udp_next_deadline(nic->udp); /* injected delays */
+        if (held < deadline)
+            deadline = held;
         uint64_t now = sr_nic_now();
         if (n > 0)
             last_busy = now;

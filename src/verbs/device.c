@@ -57,6 +57,17 @@ static void parse_config(struct sv_config *c)
             fprintf(stderr, "softrdma: SOFTRDMA_ADDR=%s is not an IPv4 or IPv6 address\n", a);
         }
     }
+    const char *f = getenv("SOFTRDMA_FAULT");
+    if (f && *f) {
+        const char *bad = NULL;
+        if (sr_fault_parse(f, &c->fault, &bad))
+            fprintf(stderr,
+                    "softrdma: SOFTRDMA_FAULT: cannot parse \"%s\" (want e.g. "
+                    "loss=0.01,reorder=0.01,dup=0.001,corrupt=0.001,delay_us=50,seed=1)\n",
+                    bad ? bad : f);
+    }
+    const char *st = getenv("SOFTRDMA_STATS");
+    c->stats = st && *st && strcmp(st, "0") != 0;
     const char *m = getenv("SOFTRDMA_MTU");
     if (m && *m) {
         unsigned long v = strtoul(m, NULL, 10);
@@ -105,6 +116,7 @@ int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_n
         if (dev->cfg.addr_set)
             memcpy(cfg.udp.addr, dev->cfg.addr, 16);
         cfg.udp.auto_seed = (uint32_t)getpid();
+        cfg.udp.fault = dev->cfg.fault;
         cfg.engine.ops.cq_event = sv_engine_cq_event;
         cfg.engine.ops.async_event = sv_engine_async_event;
         cfg.engine.ops_ctx = dev;
@@ -122,10 +134,35 @@ int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_n
     return err;
 }
 
+/* SOFTRDMA_STATS=1: one line of counters on stderr when the device closes. */
+static void print_stats(struct sv_device *dev)
+{
+    struct sr_engine_stats e;
+    struct sr_udp_stats u;
+    sr_nic_lock(dev->nic);
+    sr_engine_stats(sr_nic_engine(dev->nic), &e);
+    sr_nic_udp_stats(dev->nic, &u);
+    sr_nic_unlock(dev->nic);
+    fprintf(stderr,
+            "softrdma: stats tx_pkts=%llu rx_pkts=%llu retransmits=%llu timeouts=%llu "
+            "seq_naks=%llu rnr_naks=%llu duplicates=%llu icrc_drops=%llu fault_lost=%llu "
+            "fault_dup=%llu fault_reordered=%llu fault_corrupted=%llu fault_delayed=%llu "
+            "malformed=%llu\n",
+            (unsigned long long)e.tx_pkts, (unsigned long long)e.rx_pkts,
+            (unsigned long long)e.retransmits, (unsigned long long)e.timeouts,
+            (unsigned long long)e.seq_naks_rcvd, (unsigned long long)e.rnr_naks_rcvd,
+            (unsigned long long)e.rx_duplicate, (unsigned long long)u.rx_icrc_drops,
+            (unsigned long long)u.fault_lost, (unsigned long long)u.fault_dup,
+            (unsigned long long)u.fault_reordered, (unsigned long long)u.fault_corrupted,
+            (unsigned long long)u.fault_delayed, (unsigned long long)e.rx_drop_malformed);
+}
+
 void sv_device_nic_put(struct sv_device *dev)
 {
     pthread_mutex_lock(&dev->lock);
     if (--dev->nic_refs == 0) {
+        if (dev->cfg.stats)
+            print_stats(dev);
         sr_nic_close(dev->nic);
         dev->nic = NULL;
     }

@@ -18,7 +18,9 @@
 struct sv_config {
     uint8_t addr[16]; /* SOFTRDMA_ADDR, IPv4-mapped or IPv6; zero = auto loopback */
     bool addr_set;
-    uint32_t mtu; /* SOFTRDMA_MTU: active MTU in bytes */
+    uint32_t mtu;              /* SOFTRDMA_MTU: active MTU in bytes */
+    struct sr_fault_cfg fault; /* SOFTRDMA_FAULT */
+    bool stats;                /* SOFTRDMA_STATS: counters on stderr at close */
 };
 
 /* The device: one per process (the verbs API's device list is process

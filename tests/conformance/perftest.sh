@@ -27,4 +27,14 @@ echo "--- client ($crc)"; cat "$out/cli"
 # a result row: size, iterations, then figures
 grep -qE '^ *[0-9]+ +[0-9]+ +[0-9]+\.[0-9]+' "$out/cli" || { echo "FAIL: no result row"; exit 1; }
 grep -q "GID: 00:00:00:00:00:00:00:00:00:00:255:255:127" "$out/cli" || { echo "FAIL: not a softrdma GID"; exit 1; }
+# With SR_EXPECT_FAULTS set (and SOFTRDMA_STATS=1), both sides must show
+# injected faults, repaired by the transport, and what SR_EXPECT_FAULTS names.
+if [ -n "${SR_EXPECT_FAULTS:-}" ]; then
+  for side in srv cli; do
+    line=$(grep "softrdma: stats" "$out/$side") || { echo "FAIL: no stats from $side"; exit 1; }
+    for k in $SR_EXPECT_FAULTS; do
+      echo "$line" | grep -qE "$k=[1-9]" || { echo "FAIL: $side: $k not above 0"; exit 1; }
+    done
+  done
+fi
 echo PASS

@@ -29,4 +29,14 @@ echo "--- client ($crc)"; cat "$out/cli"
 grep -qE "iters in|^success" "$out/srv" && grep -qE "iters in|^success" "$out/cli" || { echo "FAIL: no result line"; exit 1; }
 # both sides must have talked to softrdma's device (RoCEv2 GIDs)
 grep -q "GID ::ffff:127\." "$out/cli" || { echo "FAIL: not a softrdma loopback GID"; exit 1; }
+# With SR_EXPECT_FAULTS set (and SOFTRDMA_STATS=1), both sides must show
+# injected faults, repaired by the transport, and what SR_EXPECT_FAULTS names.
+if [ -n "${SR_EXPECT_FAULTS:-}" ]; then
+  for side in srv cli; do
+    line=$(grep "softrdma: stats" "$out/$side") || { echo "FAIL: no stats from $side"; exit 1; }
+    for k in $SR_EXPECT_FAULTS; do
+      echo "$line" | grep -qE "$k=[1-9]" || { echo "FAIL: $side: $k not above 0"; exit 1; }
+    done
+  done
+fi
 echo PASS

@@ -767,6 +767,122 @@ out:
 }
 
 /* Each test claims addresses from its own offset of this run's base. */
+/* SOFTRDMA_FAULT: the parser, and each fault applied on receive. */
+static void test_fault_parse(void)
+{
+    struct sr_fault_cfg f;
+    const char *bad = NULL;
+    SR_CHECK_EQ(
+        sr_fault_parse("loss=0.01,reorder=0.02,dup=0.001,corrupt=0.5,delay_us=50,seed=9", &f, &bad),
+        0);
+    SR_CHECK(f.on);
+    SR_CHECK(f.loss == 0.01 && f.reorder == 0.02 && f.dup == 0.001 && f.corrupt == 0.5);
+    SR_CHECK_EQ(f.delay_ns, 50000);
+    SR_CHECK_EQ(f.seed, 9);
+    SR_CHECK_EQ(sr_fault_parse("", &f, &bad), 0);
+    SR_CHECK(!f.on);
+    static const char *const wrong[] = {"loss=2",    "loss=-0.1",  "loss",    "speed=1",
+                                        "loss=0.1,", "delay_us=x", "seed=-1", "dup=0.1x"};
+    for (size_t i = 0; i < SR_ARRAY_SIZE(wrong); i++) {
+        sr_test_ctx = wrong[i];
+        SR_CHECK_EQ(sr_fault_parse(wrong[i], &f, &bad), SR_ERR_INVAL);
+    }
+}
+
+/* A receiver with the given faults; n packets from a clean sender. */
+static void fault_run(const char *spec, int n, struct rx_log *log, struct sr_udp_stats *st)
+{
+    struct sr_udp_cfg rc = {.auto_seed = base_seed + 901};
+    SR_CHECK_EQ(sr_fault_parse(spec, &rc.fault, NULL), 0);
+    struct sr_udp *rx = NULL, *tx = NULL;
+    SR_CHECK_EQ(sr_udp_open(&rc, &rx), 0);
+    SR_CHECK_EQ(dev_open_auto(base_seed + 950, &tx), 0);
+    if (!rx || !tx)
+        return;
+    for (int i = 0; i < n; i++) {
+        struct sr_pkt p;
+        make_pkt(&p, 0x04, (uint32_t)i, pattern, 64);
+        SR_CHECK_EQ(dev_send(tx, &p, sr_udp_addr(rx), 1), 0);
+    }
+    rx_wait(rx, log, n, SR_UDP_BATCH, NULL);
+    /* held datagrams come out once their time has come */
+    for (int k = 0; k < 100 && sr_udp_next_deadline(rx) != UINT64_MAX; k++) {
+        usleep(1000);
+        sr_udp_recv(rx, rx_log_cb, log, SR_UDP_BATCH);
+    }
+    sr_udp_stats(rx, st);
+    sr_udp_close(rx);
+    sr_udp_close(tx);
+}
+
+static void test_faults(void)
+{
+    static uint32_t psns[1000];
+    struct rx_log *log = calloc(1, sizeof(*log));
+    struct sr_udp_stats st;
+
+    sr_test_ctx = "loss=1";
+    memset(log, 0, sizeof(*log));
+    fault_run("loss=1", 50, log, &st);
+    SR_CHECK_EQ(log->n, 0);
+    SR_CHECK_EQ(st.fault_lost, 50);
+
+    sr_test_ctx = "corrupt=1: the ICRC catches every one";
+    memset(log, 0, sizeof(*log));
+    fault_run("corrupt=1,seed=4", 50, log, &st);
+    SR_CHECK_EQ(log->n, 0);
+    SR_CHECK_EQ(st.fault_corrupted, 50);
+    SR_CHECK_EQ(st.rx_icrc_drops, 50);
+
+    sr_test_ctx = "dup=1";
+    memset(log, 0, sizeof(*log));
+    fault_run("dup=1", 50, log, &st);
+    SR_CHECK_EQ(log->n, 100);
+    SR_CHECK_EQ(st.fault_dup, 50);
+
+    sr_test_ctx = "loss=0.2";
+    memset(log, 0, sizeof(*log));
+    fault_run("loss=0.2,seed=7", 1000, log, &st);
+    SR_CHECK(st.fault_lost > 120 && st.fault_lost < 280);
+    SR_CHECK_EQ((uint64_t)log->n + st.fault_lost, 1000);
+
+    sr_test_ctx = "reorder=0.3: later datagrams overtake";
+    memset(log, 0, sizeof(*log));
+    log->psn = psns;
+    log->psn_cap = 1000;
+    fault_run("reorder=0.3,seed=5", 200, log, &st);
+    SR_CHECK_EQ(log->n, 200);
+    SR_CHECK(st.fault_reordered > 20);
+    int inversions = 0;
+    for (int i = 1; i < log->n && i < 200; i++)
+        inversions += psns[i] < psns[i - 1];
+    SR_CHECK(inversions > 0);
+
+    sr_test_ctx = "delay_us=2000";
+    memset(log, 0, sizeof(*log));
+    log->psn = NULL;
+    struct sr_udp_cfg rc = {.auto_seed = base_seed + 960};
+    SR_CHECK_EQ(sr_fault_parse("delay_us=2000", &rc.fault, NULL), 0);
+    struct sr_udp *rx = NULL, *tx = NULL;
+    SR_CHECK_EQ(sr_udp_open(&rc, &rx), 0);
+    SR_CHECK_EQ(dev_open_auto(base_seed + 970, &tx), 0);
+    if (rx && tx) {
+        struct sr_pkt p;
+        make_pkt(&p, 0x04, 1, pattern, 64);
+        SR_CHECK_EQ(dev_send(tx, &p, sr_udp_addr(rx), 1), 0);
+        rx_wait(rx, log, 1, SR_UDP_BATCH, NULL);
+        SR_CHECK_EQ(log->n, 0); /* read, but held */
+        SR_CHECK(sr_udp_next_deadline(rx) != UINT64_MAX);
+        usleep(3000);
+        sr_udp_recv(rx, rx_log_cb, log, SR_UDP_BATCH);
+        SR_CHECK_EQ(log->n, 1);
+        SR_CHECK_EQ(sr_udp_next_deadline(rx), UINT64_MAX);
+    }
+    sr_udp_close(rx);
+    sr_udp_close(tx);
+    free(log);
+}
+
 int main(void)
 {
     base_seed = ((uint32_t)getpid() * 256u) & 0xffffffu;
@@ -780,5 +896,7 @@ int main(void)
     SR_RUN(test_send_errors);
     SR_RUN(test_burst);
     SR_RUN(test_ipv6);
+    SR_RUN(test_fault_parse);
+    SR_RUN(test_faults);
     return SR_TEST_RESULT();
 }

@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "sr_engine.h" /* struct sr_tx_pkt */
+#include "sr_fault.h"
 #include "sr_err.h"
 
 enum {
@@ -49,9 +50,10 @@ struct sr_udp_cfg {
      * loopback address 127.a.b.c, so that any number of processes on one
      * host each get their own RoCE address with no configuration. */
     uint8_t addr[16];
-    uint16_t port;           /* UDP port to bind; 0 = 4791 (others send to 4791 only) */
-    uint32_t auto_seed;      /* auto-claim starts at 127.0.0.0 + (seed mod 2^24), e.g. the pid */
-    uint32_t sndbuf, rcvbuf; /* socket buffer bytes to request; 0 = 8 MiB */
+    uint16_t port;             /* UDP port to bind; 0 = 4791 (others send to 4791 only) */
+    uint32_t auto_seed;        /* auto-claim starts at 127.0.0.0 + (seed mod 2^24), e.g. the pid */
+    uint32_t sndbuf, rcvbuf;   /* socket buffer bytes to request; 0 = 8 MiB */
+    struct sr_fault_cfg fault; /* injected faults on receive (off unless fault.on) */
 };
 
 /* Open and bind the device's socket. *out is set only on success. */
@@ -99,7 +101,13 @@ struct sr_udp_stats {
     uint64_t rx_icrc_drops;     /* ICRC mismatch */
     uint64_t rx_short_drops;    /* shorter than BTH + ICRC */
     uint64_t rx_long_drops;     /* larger than a receive buffer (truncated by the kernel) */
+    /* injected faults (SOFTRDMA_FAULT) */
+    uint64_t fault_lost, fault_dup, fault_reordered, fault_corrupted, fault_delayed;
 };
+
+/* Earliest time (CLOCK_MONOTONIC ns) at which sr_udp_recv has a held
+ * datagram to deliver (delay or reordering faults); UINT64_MAX if none. */
+uint64_t sr_udp_next_deadline(const struct sr_udp *u);
 void sr_udp_stats(const struct sr_udp *u, struct sr_udp_stats *out);
 
 #endif

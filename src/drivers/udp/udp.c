@@ -31,6 +31,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
+#include <time.h>
 #include <unistd.h>
 
 enum {
@@ -56,6 +58,15 @@ union udp_sa {
     struct sockaddr_in6 in6;
 };
 
+enum { UDP_HELD = 1024 }; /* datagrams held back at once by delay/reorder faults */
+
+struct udp_held {
+    uint64_t release_ns;
+    union udp_sa name;
+    uint32_t len;
+    uint8_t *slot; /* UDP_RX_SLOT bytes: headroom, then the datagram */
+};
+
 struct sr_udp {
     int fd;
     bool ipv6;
@@ -66,6 +77,11 @@ struct sr_udp {
     struct mmsghdr rx_msg[SR_UDP_BATCH];
     struct iovec rx_iov[SR_UDP_BATCH];
     union udp_sa rx_name[SR_UDP_BATCH];
+    /* fault injection: datagrams held back (delay, reordering) */
+    struct sr_fault_cfg fault;
+    uint64_t rng;
+    struct udp_held *held; /* UDP_HELD slots */
+    uint32_t held_cnt;
 };
 
 static const uint8_t v4_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
@@ -215,6 +231,16 @@ static int udp_bind_auto(int fd, uint32_t seed, uint16_t port, uint8_t *gid)
     return SR_ERR_LIMIT;
 }
 
+static void udp_free_held(struct sr_udp *u)
+{
+    if (!u->held)
+        return;
+    for (int i = 0; i < UDP_HELD; i++)
+        free(u->held[i].slot);
+    free(u->held);
+    u->held = NULL;
+}
+
 int sr_udp_open(const struct sr_udp_cfg *cfg, struct sr_udp **out)
 {
     static const uint8_t zero[16];
@@ -261,6 +287,22 @@ int sr_udp_open(const struct sr_udp_cfg *cfg, struct sr_udp **out)
             goto err_close;
         }
     }
+    if (cfg->fault.on) {
+        u->fault = cfg->fault;
+        u->rng = cfg->fault.seed * 0x9e3779b97f4a7c15ull + u->port + 1;
+        u->held = calloc(UDP_HELD, sizeof(*u->held));
+        if (!u->held) {
+            err = SR_ERR_NOMEM;
+            goto err_close;
+        }
+        for (int i = 0; i < UDP_HELD; i++) {
+            u->held[i].slot = aligned_alloc(64, UDP_RX_SLOT);
+            if (!u->held[i].slot) {
+                err = SR_ERR_NOMEM;
+                goto err_close;
+            }
+        }
+    }
     *out = u;
     return 0;
 
@@ -268,6 +310,7 @@ err_close:;
     int e = errno;
     close(u->fd);
     errno = e;
+    udp_free_held(u);
 err_free_rx:
     free(u->rx_mem);
 err_free:
@@ -280,6 +323,7 @@ void sr_udp_close(struct sr_udp *u)
     if (!u)
         return;
     close(u->fd);
+    udp_free_held(u);
     free(u->rx_mem);
     free(u);
 }
@@ -409,23 +453,18 @@ static void gid_from_sa(const union udp_sa *sa, uint8_t *gid, uint16_t *port)
     }
 }
 
-/* Check one received datagram and hand it on when valid. */
-static void udp_rx_one(struct sr_udp *u, int i, sr_udp_rx_fn cb, void *arg)
+/* Check one datagram (pkt has UDP_RX_HEADROOM bytes in front of it) and
+ * hand it on when valid. */
+static void udp_rx_deliver(struct sr_udp *u, uint8_t *pkt, size_t len, const union udp_sa *name,
+                           sr_udp_rx_fn cb, void *arg)
 {
-    const struct mmsghdr *m = &u->rx_msg[i];
-    uint8_t *pkt = u->rx_iov[i].iov_base;
-    size_t len = m->msg_len;
-    if (m->msg_hdr.msg_flags & MSG_TRUNC) {
-        u->stats.rx_long_drops++;
-        return;
-    }
     if (len < SR_BTH_LEN + SR_ICRC_LEN) {
         u->stats.rx_short_drops++;
         return;
     }
     uint8_t src[16];
     uint16_t sport;
-    gid_from_sa(&u->rx_name[i], src, &sport);
+    gid_from_sa(name, src, &sport);
 
     /* The pseudo header goes into the headroom right before pkt, making
      * the datagram look as it did on the wire. */
@@ -441,10 +480,119 @@ static void udp_rx_one(struct sr_udp *u, int i, sr_udp_rx_fn cb, void *arg)
     cb(arg, pkt, len, src);
 }
 
+static uint64_t udp_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* xorshift64*: a uniform double in [0, 1) from the fault stream */
+static double udp_rand(struct sr_udp *u)
+{
+    u->rng ^= u->rng >> 12;
+    u->rng ^= u->rng << 25;
+    u->rng ^= u->rng >> 27;
+    return (double)((u->rng * 0x2545f4914f6cdd1dull) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static void udp_hold(struct sr_udp *u, const uint8_t *pkt, size_t len, const union udp_sa *name,
+                     uint64_t release_ns)
+{
+    if (u->held_cnt == UDP_HELD) {
+        u->stats.fault_lost++; /* nowhere to keep it: lost like on a full queue */
+        return;
+    }
+    struct udp_held *h = &u->held[u->held_cnt++];
+    memcpy(h->slot + UDP_RX_HEADROOM, pkt, len);
+    h->len = (uint32_t)len;
+    h->name = *name;
+    h->release_ns = release_ns;
+}
+
+/* SOFTRDMA_FAULT: what the network would have done to this datagram. */
+static void udp_rx_faulty(struct sr_udp *u, uint8_t *pkt, size_t len, const union udp_sa *name,
+                          sr_udp_rx_fn cb, void *arg)
+{
+    const struct sr_fault_cfg *f = &u->fault;
+    if (f->loss > 0 && udp_rand(u) < f->loss) {
+        u->stats.fault_lost++;
+        return;
+    }
+    if (f->corrupt > 0 && len && udp_rand(u) < f->corrupt) {
+        size_t at = (size_t)(udp_rand(u) * (double)len);
+        pkt[at] ^= (uint8_t)(1u << (u->rng & 7));
+        u->stats.fault_corrupted++;
+    }
+    int copies = 1;
+    if (f->dup > 0 && udp_rand(u) < f->dup) {
+        copies = 2;
+        u->stats.fault_dup++;
+    }
+    bool reorder = f->reorder > 0 && udp_rand(u) < f->reorder;
+    for (int c = 0; c < copies; c++) {
+        if (reorder) {
+            u->stats.fault_reordered++;
+            udp_hold(u, pkt, len, name, udp_now() + f->reorder_ns);
+        } else if (f->delay_ns) {
+            u->stats.fault_delayed++;
+            udp_hold(u, pkt, len, name, udp_now() + f->delay_ns);
+        } else {
+            udp_rx_deliver(u, pkt, len, name, cb, arg);
+        }
+    }
+}
+
+/* Deliver held datagrams whose time has come, earliest first. */
+static void udp_release_held(struct sr_udp *u, sr_udp_rx_fn cb, void *arg)
+{
+    uint64_t now = udp_now();
+    for (;;) {
+        uint32_t best = UINT32_MAX;
+        for (uint32_t i = 0; i < u->held_cnt; i++)
+            if (u->held[i].release_ns <= now &&
+                (best == UINT32_MAX || u->held[i].release_ns < u->held[best].release_ns))
+                best = i;
+        if (best == UINT32_MAX)
+            return;
+        struct udp_held h = u->held[best];
+        /* swap-remove; the slot buffer moves with its entry */
+        u->held[best] = u->held[--u->held_cnt];
+        u->held[u->held_cnt] = h;
+        udp_rx_deliver(u, h.slot + UDP_RX_HEADROOM, h.len, &h.name, cb, arg);
+    }
+}
+
+uint64_t sr_udp_next_deadline(const struct sr_udp *u)
+{
+    uint64_t d = UINT64_MAX;
+    for (uint32_t i = 0; i < u->held_cnt; i++)
+        if (u->held[i].release_ns < d)
+            d = u->held[i].release_ns;
+    return d;
+}
+
+/* One datagram of a recvmmsg batch. */
+static void udp_rx_one(struct sr_udp *u, int i, sr_udp_rx_fn cb, void *arg)
+{
+    const struct mmsghdr *m = &u->rx_msg[i];
+    uint8_t *pkt = u->rx_iov[i].iov_base;
+    if (m->msg_hdr.msg_flags & MSG_TRUNC) {
+        u->stats.rx_long_drops++;
+        return;
+    }
+    if (u->fault.on)
+        udp_rx_faulty(u, pkt, m->msg_len, &u->rx_name[i], cb, arg);
+    else
+        udp_rx_deliver(u, pkt, m->msg_len, &u->rx_name[i], cb, arg);
+}
+
 int sr_udp_recv(struct sr_udp *u, sr_udp_rx_fn cb, void *arg, int max)
 {
     if (!u || !cb || max < 0)
         return SR_ERR_INVAL;
+    if (u->held_cnt)
+        udp_release_held(u, cb, arg);
     int got = 0;
     while (got < max) {
         unsigned want = (unsigned)SR_MIN(max - got, SR_UDP_BATCH);
