@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Dead peer: Debian's unmodified ibv_rc_pingpong loses its peer mid-transfer
+# and must fail with "transport retry counter exceeded" (IBV_WC_RETRY_EXC_ERR)
+# within the time its QP attributes imply, not hang.
+#   dead_peer.sh LIBDIR PORT kill    the server is killed with SIGKILL
+#   dead_peer.sh LIBDIR PORT netns   the server's namespace loses its link
+#                                    (veth deleted, namespace removed)
+# ibv_rc_pingpong uses timeout 14 (4.096 us * 2^14 = 67 ms) and retry_cnt 7:
+# 8 expiries, about 0.54 s, after the last acknowledged packet. We allow 5 s.
+set -u
+libdir=$1 port=$2 mode=$3
+SKIP=77
+out=$(mktemp -d)
+srv= cli= nsa= nsb=
+cleanup() {
+  for p in $srv $cli; do kill -9 "$p" 2>/dev/null; done
+  [ -n "$nsa" ] && ip netns del "$nsa" 2>/dev/null
+  [ -n "$nsb" ] && ip netns del "$nsb" 2>/dev/null
+  rm -rf "$out"
+}
+trap cleanup EXIT
+
+# long enough never to finish by itself in the test's time
+args=(-g 0 -s 4096 -n 100000000 -p "$port")
+sa=() sb=() target=127.0.0.1
+if [ "$mode" = netns ]; then
+  [ "$(id -u)" -eq 0 ] || { echo "SKIP: not root"; exit $SKIP; }
+  nsa=srdA$$ nsb=srdB$$
+  ip netns add "$nsa" && ip netns add "$nsb" || { echo "SKIP: cannot create namespaces"; exit $SKIP; }
+  ip link add vda$$ type veth peer name vdb$$ || { echo "SKIP: no veth"; exit $SKIP; }
+  ip link set vda$$ netns "$nsa" && ip link set vdb$$ netns "$nsb"
+  ip -n "$nsa" addr add 10.232.0.1/24 dev vda$$ && ip -n "$nsb" addr add 10.232.0.2/24 dev vdb$$
+  for n in "$nsa" "$nsb"; do ip -n "$n" link set lo up; done
+  ip -n "$nsa" link set vda$$ up && ip -n "$nsb" link set vdb$$ up
+  sa=(ip netns exec "$nsa" env SOFTRDMA_ADDR=10.232.0.1)
+  sb=(ip netns exec "$nsb" env SOFTRDMA_ADDR=10.232.0.2)
+  target=10.232.0.1
+fi
+
+# no timeout(1) wrapper: the signal must reach ibv_rc_pingpong itself (the
+# trap kills whatever is left)
+"${sa[@]}" env LD_LIBRARY_PATH="$libdir" ibv_rc_pingpong "${args[@]}" >"$out/srv" 2>&1 &
+srv=$!
+for _ in $(seq 100); do
+  "${sa[@]}" ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
+  sleep 0.1
+done
+"${sb[@]}" env LD_LIBRARY_PATH="$libdir" ibv_rc_pingpong "${args[@]}" "$target" >"$out/cli" 2>&1 &
+cli=$!
+sleep 1.5 # traffic is flowing
+kill -0 $cli 2>/dev/null || { echo "FAIL: client ended early"; cat "$out/cli"; exit 1; }
+t0=$(date +%s%N)
+if [ "$mode" = kill ]; then
+  kill -9 $srv
+else
+  # the peer vanishes: its link goes, then its namespace
+  ip -n "$nsa" link del vda$$
+  ip netns del "$nsa"; nsa=
+fi
+# the survivor must end by itself, well within 5 s
+for _ in $(seq 50); do
+  kill -0 $cli 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 $cli 2>/dev/null; then
+  echo "FAIL: client still running 5 s after the peer died"; cat "$out/cli"; exit 1
+fi
+wait $cli
+crc=$?
+t1=$(date +%s%N)
+ms=$(( (t1 - t0) / 1000000 ))
+echo "--- client (exit $crc after ${ms} ms)"; cat "$out/cli"
+[ $crc -ne 0 ] || { echo "FAIL: client exited 0"; exit 1; }
+grep -q "transport retry counter exceeded" "$out/cli" ||
+  { echo "FAIL: no RETRY_EXC_ERR completion reported"; exit 1; }
+# 8 timer expiries of 67 ms: not earlier than the first, not much later than all
+[ $ms -ge 60 ] || { echo "FAIL: gave up after ${ms} ms, before one timeout"; exit 1; }
+[ $ms -le 3000 ] || { echo "FAIL: took ${ms} ms, far beyond 8 x 67 ms"; exit 1; }
+echo PASS
