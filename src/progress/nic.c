@@ -43,7 +43,7 @@ uint64_t sr_nic_now(void)
 static int nic_tx(void *ctx, const struct sr_tx_pkt *pkt)
 {
     struct sr_nic *nic = ctx;
-    return sr_udp_send(nic->udp, pkt);
+    return sr_udp_queue(nic->udp, pkt);
 }
 
 static void nic_cq_event(void *ctx, struct sr_cq *cq, bool solicited)
@@ -81,7 +81,13 @@ int sr_nic_progress(struct sr_nic *nic)
     uint64_t now = sr_nic_now();
     if (sr_engine_next_deadline(nic->eng) <= now)
         sr_engine_advance(nic->eng, now);
+    sr_udp_flush(nic->udp);
     return total;
+}
+
+void sr_nic_flush(struct sr_nic *nic)
+{
+    sr_udp_flush(nic->udp);
 }
 
 void sr_nic_kick(struct sr_nic *nic)

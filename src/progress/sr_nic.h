@@ -27,6 +27,9 @@ void sr_nic_lock(struct sr_nic *nic);
 void sr_nic_unlock(struct sr_nic *nic);
 /* Monotonic time in ns: the engine's clock. */
 uint64_t sr_nic_now(void);
+/* With the lock held: send what the engine queued (after posting work or
+ * modifying a QP; sr_nic_progress flushes by itself). */
+void sr_nic_flush(struct sr_nic *nic);
 /* With the lock held: after work was posted, make sure the NIC thread
  * notices a deadline earlier than the one it sleeps until. */
 void sr_nic_kick(struct sr_nic *nic);

@@ -672,7 +672,11 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int att
             return EINVAL;
         memcpy(a.dgid, attr->ah_attr.grh.dgid.raw, 16);
     }
-    int err = LOCKED(qp->context, sr_qp_modify(q->qp, &a, mask, sr_nic_now()));
+    struct sr_nic *nic = nic_of(qp->context);
+    sr_nic_lock(nic);
+    int err = sr_qp_modify(q->qp, &a, mask, sr_nic_now());
+    sr_nic_flush(nic); /* SQD -> RTS resumes sending */
+    sr_nic_unlock(nic);
     if (err)
         return sv_errno(err);
     if (mask & IBV_QP_STATE)
@@ -813,6 +817,7 @@ static int sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
         if (err)
             break;
     }
+    sr_nic_flush(nic);
     sr_nic_kick(nic);
     sr_nic_unlock(nic);
     if (err && bad_wr)

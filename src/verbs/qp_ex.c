@@ -192,6 +192,7 @@ static int wr_complete(struct ibv_qp_ex *qp)
         sr_nic_lock(nic);
         for (uint32_t i = 0; i < q->nwr && !err; i++)
             err = sv_post_send_one(q, &q->wr[i]);
+        sr_nic_flush(nic);
         sr_nic_kick(nic);
         sr_nic_unlock(nic);
     }

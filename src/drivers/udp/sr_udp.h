@@ -94,6 +94,13 @@ typedef void (*sr_udp_rx_fn)(void *arg, const uint8_t *pkt, size_t len, const ui
  * waiting, or a negative SR_ERR_* on a socket error with nothing read. */
 int sr_udp_recv(struct sr_udp *u, sr_udp_rx_fn cb, void *arg, int max);
 
+/* Batched sending: sr_udp_queue prepares a packet like sr_udp_send (payload
+ * still read from the caller's memory, which must stay unchanged until the
+ * flush) and sr_udp_flush sends everything queued with sendmmsg. A full
+ * queue (SR_UDP_BATCH) flushes by itself. */
+int sr_udp_queue(struct sr_udp *u, const struct sr_tx_pkt *t);
+int sr_udp_flush(struct sr_udp *u);
+
 struct sr_udp_stats {
     uint64_t tx_pkts, tx_bytes; /* datagrams sent, UDP payload bytes (ICRC included) */
     uint64_t tx_drops;          /* sr_udp_send calls that did not send */

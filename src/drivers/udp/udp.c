@@ -67,6 +67,14 @@ struct udp_held {
     uint8_t *slot; /* UDP_RX_SLOT bytes: headroom, then the datagram */
 };
 
+struct udp_txq {
+    struct iovec iov[SR_UDP_MAX_IOV + 2];
+    uint8_t hdr[SR_MAX_HDR_LEN]; /* copy: the engine's header buffer is transient */
+    uint8_t tail[3 + SR_ICRC_LEN];
+    union udp_sa sa;
+    size_t tlen;
+};
+
 struct sr_udp {
     int fd;
     bool ipv6;
@@ -77,6 +85,10 @@ struct sr_udp {
     struct mmsghdr rx_msg[SR_UDP_BATCH];
     struct iovec rx_iov[SR_UDP_BATCH];
     union udp_sa rx_name[SR_UDP_BATCH];
+    /* queued sends (sr_udp_queue), flushed with one sendmmsg */
+    struct udp_txq *txq; /* SR_UDP_BATCH entries */
+    struct mmsghdr tx_msg[SR_UDP_BATCH];
+    uint32_t txq_cnt;
     /* fault injection: datagrams held back (delay, reordering) */
     struct sr_fault_cfg fault;
     uint64_t rng;
@@ -259,7 +271,8 @@ int sr_udp_open(const struct sr_udp_cfg *cfg, struct sr_udp **out)
     u->ipv6 = ipv6;
     u->port = cfg->port ? cfg->port : SR_ROCE_UDP_PORT;
     u->rx_mem = aligned_alloc(64, (size_t)SR_UDP_BATCH * UDP_RX_SLOT);
-    if (!u->rx_mem) {
+    u->txq = calloc(SR_UDP_BATCH, sizeof(*u->txq));
+    if (!u->rx_mem || !u->txq) {
         err = SR_ERR_NOMEM;
         goto err_free;
     }
@@ -312,6 +325,7 @@ err_close:;
     errno = e;
     udp_free_held(u);
 err_free_rx:
+    free(u->txq);
     free(u->rx_mem);
 err_free:
     free(u);
@@ -324,6 +338,7 @@ void sr_udp_close(struct sr_udp *u)
         return;
     close(u->fd);
     udp_free_held(u);
+    free(u->txq);
     free(u->rx_mem);
     free(u);
 }
@@ -438,6 +453,62 @@ int sr_udp_send(struct sr_udp *u, const struct sr_tx_pkt *t)
     }
     u->stats.tx_pkts++;
     u->stats.tx_bytes += tlen;
+    return 0;
+}
+
+int sr_udp_flush(struct sr_udp *u)
+{
+    uint32_t done = 0;
+    int err = 0;
+    while (done < u->txq_cnt) {
+        int r = sendmmsg(u->fd, u->tx_msg + done, u->txq_cnt - done, MSG_DONTWAIT);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            /* The first datagram of the rest failed (queue full, peer
+             * unreachable ...): it is lost like on a wire; go on with the
+             * others, the transport retransmits. */
+            err = udp_err(r < 0 ? errno : EAGAIN);
+            u->stats.tx_drops++;
+            done++;
+            continue;
+        }
+        for (int i = 0; i < r; i++) {
+            u->stats.tx_pkts++;
+            u->stats.tx_bytes += u->txq[done + (uint32_t)i].tlen;
+        }
+        done += (uint32_t)r;
+    }
+    u->txq_cnt = 0;
+    return err;
+}
+
+int sr_udp_queue(struct sr_udp *u, const struct sr_tx_pkt *t)
+{
+    if (u->txq_cnt == SR_UDP_BATCH)
+        sr_udp_flush(u);
+    if (!t || !t->hdr || t->hdr_len > SR_MAX_HDR_LEN) {
+        u->stats.tx_drops++;
+        return SR_ERR_INVAL;
+    }
+    struct udp_txq *q = &u->txq[u->txq_cnt];
+    memcpy(q->hdr, t->hdr, t->hdr_len);
+    struct sr_tx_pkt copy = *t;
+    copy.hdr = q->hdr;
+    int n = udp_tx_prepare(u, &copy, q->iov, q->tail, &q->tlen);
+    if (n < 0) {
+        u->stats.tx_drops++;
+        return n;
+    }
+    socklen_t salen;
+    sa_from_gid(&q->sa, &salen, u->ipv6, t->dgid, SR_ROCE_UDP_PORT);
+    u->tx_msg[u->txq_cnt].msg_hdr = (struct msghdr){
+        .msg_name = &q->sa,
+        .msg_namelen = salen,
+        .msg_iov = q->iov,
+        .msg_iovlen = (size_t)n,
+    };
+    u->txq_cnt++;
     return 0;
 }
 
