@@ -20,3 +20,9 @@ cmake --build build-asan -j"$jobs"
 # libibverbs (the ASan runtime must come first); they run in build/ above.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE debian-bin
+
+echo "== build-tsan (clang, ThreadSanitizer: the multithreaded verbs tests) =="
+CC=clang cmake -S . -B build-tsan -DSR_WERROR=ON -DSR_TSAN=ON >/dev/null
+cmake --build build-tsan -j"$jobs"
+TSAN_OPTIONS=halt_on_error=1 \
+  ctest --test-dir build-tsan --output-on-failure -j"$jobs" -L "verbs|unit" -LE "debian-bin|hostile"

@@ -245,7 +245,9 @@ bool sr_sge_scatter(struct sr_engine *e, struct sr_pd *pd, const struct sr_sge *
         uint8_t *dst = sr_mr_check(e, pd, sge[i].lkey, sge[i].addr + off, n, SR_ACCESS_LOCAL_WRITE);
         if (!dst)
             return false;
+        SR_DMA_BEGIN();
         memcpy(dst, src, n);
+        SR_DMA_END();
         src += n;
         len -= n;
         off = 0;

@@ -428,8 +428,11 @@ static enum resp_state execute(struct resp_ctx *c)
             end_message(qp);
         }
     } else if (op_is(c, SR_OPF_WRITE)) {
-        if (pkt->payload_len)
+        if (pkt->payload_len) {
+            SR_DMA_BEGIN();
             memcpy(c->target, pkt->payload, pkt->payload_len);
+            SR_DMA_END();
+        }
         if (op_is(c, SR_OPF_FIRST | SR_OPF_ONLY))
             qp->resp.write_total = pkt->reth.dma_len;
         qp->resp.write_va += pkt->payload_len;
@@ -457,7 +460,9 @@ static enum resp_state execute(struct resp_ctx *c)
         r->atomic = true;
         r->psn = pkt->bth.psn;
         r->npkts = 1;
+        SR_DMA_BEGIN();
         r->orig = do_atomic(c->target, pkt);
+        SR_DMA_END();
         qp->eng->stats.atomics_executed++;
         end_message(qp);
         send_aeth(qp, resp_base(qp) | SR_OP_ATOMIC_ACK, pkt->bth.psn,

@@ -14,6 +14,32 @@
 #define SR_MIN(a, b)                       ((a) < (b) ? (a) : (b))
 #define SR_MAX(a, b)                       ((a) > (b) ? (a) : (b))
 
+/* The soft NIC's "DMA": the engine and drivers read and write registered
+ * memory from the NIC thread, unsynchronized with the application by
+ * design (IBA memory semantics: the application learns of it through
+ * completions). ThreadSanitizer would report every RDMA transfer as a race;
+ * these brackets tell it that these accesses are the device's. */
+#if defined(__SANITIZE_THREAD__)
+#define SR_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SR_TSAN 1
+#endif
+#endif
+#ifdef SR_TSAN
+void AnnotateIgnoreReadsBegin(const char *file, int line);
+void AnnotateIgnoreReadsEnd(const char *file, int line);
+void AnnotateIgnoreWritesBegin(const char *file, int line);
+void AnnotateIgnoreWritesEnd(const char *file, int line);
+#define SR_DMA_BEGIN()                                                                             \
+    (AnnotateIgnoreReadsBegin(__FILE__, __LINE__), AnnotateIgnoreWritesBegin(__FILE__, __LINE__))
+#define SR_DMA_END()                                                                               \
+    (AnnotateIgnoreWritesEnd(__FILE__, __LINE__), AnnotateIgnoreReadsEnd(__FILE__, __LINE__))
+#else
+#define SR_DMA_BEGIN() ((void)0)
+#define SR_DMA_END()   ((void)0)
+#endif
+
 static inline uint16_t sr_get_be16(const uint8_t *p)
 {
     return (uint16_t)(p[0] << 8 | p[1]);

@@ -134,7 +134,10 @@ int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_n
     return err;
 }
 
-/* SOFTRDMA_STATS=1: one line of counters on stderr when the device closes. */
+/* SOFTRDMA_STATS=1: one line of counters on stderr when the device closes.
+ * The fields after malformed= account for every packet the device drops or
+ * refuses (tests/hostile compares them with what an attacker sent); new
+ * fields go at the end so that existing parsers keep working. */
 static void print_stats(struct sv_device *dev)
 {
     struct sr_engine_stats e;
@@ -147,14 +150,22 @@ static void print_stats(struct sv_device *dev)
             "softrdma: stats tx_pkts=%llu rx_pkts=%llu retransmits=%llu timeouts=%llu "
             "seq_naks=%llu rnr_naks=%llu duplicates=%llu icrc_drops=%llu fault_lost=%llu "
             "fault_dup=%llu fault_reordered=%llu fault_corrupted=%llu fault_delayed=%llu "
-            "malformed=%llu\n",
+            "malformed=%llu short_drops=%llu long_drops=%llu no_qp=%llu bad_peer=%llu "
+            "qkey_drops=%llu other_drops=%llu seq_naks_sent=%llu rnr_naks_sent=%llu "
+            "err_naks_sent=%llu err_naks_rcvd=%llu udp_rx_pkts=%llu udp_tx_drops=%llu\n",
             (unsigned long long)e.tx_pkts, (unsigned long long)e.rx_pkts,
             (unsigned long long)e.retransmits, (unsigned long long)e.timeouts,
             (unsigned long long)e.seq_naks_rcvd, (unsigned long long)e.rnr_naks_rcvd,
             (unsigned long long)e.rx_duplicate, (unsigned long long)u.rx_icrc_drops,
             (unsigned long long)u.fault_lost, (unsigned long long)u.fault_dup,
             (unsigned long long)u.fault_reordered, (unsigned long long)u.fault_corrupted,
-            (unsigned long long)u.fault_delayed, (unsigned long long)e.rx_drop_malformed);
+            (unsigned long long)u.fault_delayed, (unsigned long long)e.rx_drop_malformed,
+            (unsigned long long)u.rx_short_drops, (unsigned long long)u.rx_long_drops,
+            (unsigned long long)e.rx_drop_no_qp, (unsigned long long)e.rx_drop_bad_peer,
+            (unsigned long long)e.rx_drop_qkey, (unsigned long long)e.rx_drop_other,
+            (unsigned long long)e.seq_naks_sent, (unsigned long long)e.rnr_naks_sent,
+            (unsigned long long)e.err_naks_sent, (unsigned long long)e.err_naks_rcvd,
+            (unsigned long long)u.rx_pkts, (unsigned long long)u.tx_drops);
 }
 
 void sv_device_nic_put(struct sv_device *dev)

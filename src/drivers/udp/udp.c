@@ -404,7 +404,9 @@ static int udp_tx_prepare(const struct sr_udp *u, const struct sr_tx_pkt *t, str
     for (uint32_t i = 0; i < t->iov_cnt; i++) {
         if (!t->iov[i].len)
             continue;
+        SR_DMA_BEGIN(); /* registered memory, read by the device */
         sr_icrc_update(&c, t->iov[i].base, t->iov[i].len);
+        SR_DMA_END();
         /* sendmsg only reads; the cast drops const for struct iovec. */
         iov[n++] = (struct iovec){.iov_base = (void *)t->iov[i].base, .iov_len = t->iov[i].len};
         sum += t->iov[i].len;
@@ -443,7 +445,9 @@ int sr_udp_send(struct sr_udp *u, const struct sr_tx_pkt *t)
     };
     ssize_t r;
     do {
+        SR_DMA_BEGIN();
         r = sendmsg(u->fd, &mh, MSG_DONTWAIT);
+        SR_DMA_END();
     } while (r < 0 && errno == EINTR);
     if (r < 0) {
         /* EAGAIN/ENOBUFS (queue full), ECONNREFUSED, ENETUNREACH ...: the
@@ -461,7 +465,9 @@ int sr_udp_flush(struct sr_udp *u)
     uint32_t done = 0;
     int err = 0;
     while (done < u->txq_cnt) {
+        SR_DMA_BEGIN(); /* the kernel gathers payloads from registered memory */
         int r = sendmmsg(u->fd, u->tx_msg + done, u->txq_cnt - done, MSG_DONTWAIT);
+        SR_DMA_END();
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0) {
