@@ -600,7 +600,13 @@ static bool opcode_allowed(enum sr_qp_type t, enum sr_wr_opcode op)
     }
 }
 
-int sr_qp_post_send(struct sr_qp *qp, const struct sr_send_wr *wr, uint64_t now_ns)
+static bool wr_is_inline(const struct sr_send_wr *wr)
+{
+    return (wr->send_flags & SR_SEND_INLINE) && wr->opcode != SR_WR_RDMA_READ &&
+           wr->opcode != SR_WR_ATOMIC_CMP_AND_SWP && wr->opcode != SR_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+int sr_qp_send_check(const struct sr_qp *qp, const struct sr_send_wr *wr)
 {
     enum sr_qp_state s = qp->attr.qp_state;
     /* verbs: posting needs RTS (or SQD/SQE/ERR, where work waits or flushes) */
@@ -612,11 +618,26 @@ int sr_qp_post_send(struct sr_qp *qp, const struct sr_send_wr *wr, uint64_t now_
     uint64_t total = 0;
     for (uint32_t i = 0; i < wr->num_sge; i++)
         total += wr->sg_list[i].length;
-    bool is_inline = (wr->send_flags & SR_SEND_INLINE) && wr->opcode != SR_WR_RDMA_READ &&
-                     wr->opcode != SR_WR_ATOMIC_CMP_AND_SWP &&
-                     wr->opcode != SR_WR_ATOMIC_FETCH_AND_ADD;
-    if (is_inline && total > qp->attr.cap.max_inline_data)
+    if (wr_is_inline(wr) && total > qp->attr.cap.max_inline_data)
         return SR_ERR_INVAL;
+    return 0;
+}
+
+uint32_t sr_qp_sq_free(const struct sr_qp *qp)
+{
+    return qp->sq_cap - (qp->sq_tail - qp->sq_head);
+}
+
+int sr_qp_post_send(struct sr_qp *qp, const struct sr_send_wr *wr, uint64_t now_ns)
+{
+    int err = sr_qp_send_check(qp, wr);
+    if (err)
+        return err;
+    enum sr_qp_state s = qp->attr.qp_state;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < wr->num_sge; i++)
+        total += wr->sg_list[i].length;
+    bool is_inline = wr_is_inline(wr);
     if (qp->sq_tail - qp->sq_head == qp->sq_cap)
         return SR_ERR_NOMEM; /* verbs: ENOMEM when the send queue is full */
 

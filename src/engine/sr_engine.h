@@ -371,6 +371,10 @@ int sr_qp_query(const struct sr_qp *qp, struct sr_qp_attr *attr, struct sr_qp_in
  * starts at once when the QP can send. */
 int sr_qp_post_send(struct sr_qp *qp, const struct sr_send_wr *wr, uint64_t now_ns);
 int sr_qp_post_recv(struct sr_qp *qp, const struct sr_recv_wr *wr);
+/* What sr_qp_post_send would say of wr, without posting it (for batches
+ * that must be posted whole or not at all), and the free send slots. */
+int sr_qp_send_check(const struct sr_qp *qp, const struct sr_send_wr *wr);
+uint32_t sr_qp_sq_free(const struct sr_qp *qp);
 void sr_qp_set_user(struct sr_qp *qp, void *user);
 void *sr_qp_user(const struct sr_qp *qp);
 

@@ -229,14 +229,13 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
         errno = ENOMEM;
         return NULL;
     }
-    ctx->async_pipe[0] = ctx->async_pipe[1] = -1;
     int err = sv_device_nic_get(dev, ctx, &ctx->nic);
     if (err) {
         free(ctx);
         errno = err == SR_ERR_NOMEM ? ENOMEM : EADDRNOTAVAIL;
         return NULL;
     }
-    if (pipe2(ctx->async_pipe, O_CLOEXEC)) {
+    if (sv_evq_init(&ctx->async)) {
         sv_device_nic_put(dev);
         free(ctx);
         return NULL;
@@ -245,7 +244,7 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     struct ibv_context *c = &ctx->vctx.context;
     c->device = device;
     c->cmd_fd = -1;
-    c->async_fd = ctx->async_pipe[0];
+    c->async_fd = ctx->async.rfd;
     c->num_comp_vectors = 1;
     pthread_mutex_init(&c->mutex, NULL);
     c->abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -260,8 +259,7 @@ SV_EXPORT int ibv_close_device(struct ibv_context *context)
 {
     struct sv_context *ctx = sv_ctx(context);
     sv_device_nic_put(ctx->dev);
-    close(ctx->async_pipe[0]);
-    close(ctx->async_pipe[1]);
+    sv_evq_fini(&ctx->async);
     pthread_mutex_destroy(&context->mutex);
     free(ctx);
     return 0;
@@ -282,7 +280,7 @@ static void fill_device_attr(struct sv_device *d, struct ibv_device_attr *a)
     a->max_qp = 16384 - 16;
     a->max_qp_wr = 1 << 15;
     a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT |
-                          IBV_DEVICE_XRC | IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_N_NOTIFY_CQ;
+                          IBV_DEVICE_XRC | IBV_DEVICE_N_NOTIFY_CQ;
     a->max_sge = SR_MAX_SGE;
     a->max_sge_rd = SR_MAX_SGE;
     a->max_cq = 16384;
@@ -460,20 +458,17 @@ SV_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, 
 /* ---- async events ---- */
 void sv_async_post(struct sv_context *ctx, enum ibv_event_type type, void *obj)
 {
-    struct sv_async_rec r = {.type = type, .obj = obj};
-    ssize_t n = write(ctx->async_pipe[1], &r, sizeof(r));
-    (void)n; /* a full pipe drops the event: the application is not reading them */
+    sv_evq_post(&ctx->async, (int)type, obj);
 }
 
 SV_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
-    struct sv_async_rec r;
-    ssize_t n = read(context->async_fd, &r, sizeof(r));
-    if (n != (ssize_t)sizeof(r))
+    struct sv_ev r;
+    if (sv_evq_get(&sv_ctx(context)->async, &r))
         return -1;
     memset(event, 0, sizeof(*event));
-    event->event_type = r.type;
-    switch (r.type) {
+    event->event_type = (enum ibv_event_type)r.type;
+    switch (event->event_type) {
     case IBV_EVENT_CQ_ERR:
         event->element.cq = r.obj;
         break;

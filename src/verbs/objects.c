@@ -44,8 +44,7 @@ void sv_engine_cq_event(void *ctx, struct sr_cq *cq, bool solicited)
     if (!c || !c->ibcq.channel)
         return;
     struct sv_channel *ch = sr_container_of(c->ibcq.channel, struct sv_channel, ch);
-    ssize_t n = write(ch->wfd, &c, sizeof(c));
-    (void)n;
+    sv_evq_post(&ch->evq, 0, c);
 }
 
 void sv_engine_async_event(void *ctx, enum sr_event_type type, void *obj)
@@ -195,16 +194,14 @@ SV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c
         errno = ENOMEM;
         return NULL;
     }
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC)) {
+    int err = sv_evq_init(&ch->evq);
+    if (err) {
         free(ch);
+        errno = err;
         return NULL;
     }
     ch->ch.context = context;
-    ch->ch.fd = fds[0];
-    ch->wfd = fds[1];
-    /* the engine writes events with the NIC lock held: never block it */
-    fcntl(ch->wfd, F_SETFL, O_NONBLOCK);
+    ch->ch.fd = ch->evq.rfd;
     return &ch->ch;
 }
 
@@ -213,8 +210,7 @@ SV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
     struct sv_channel *ch = sr_container_of(channel, struct sv_channel, ch);
     if (channel->refcnt)
         return EBUSY;
-    close(ch->ch.fd);
-    close(ch->wfd);
+    sv_evq_fini(&ch->evq);
     free(ch);
     return 0;
 }
@@ -222,10 +218,11 @@ SV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
                                void **cq_context)
 {
-    struct sv_cq *c;
-    ssize_t n = read(channel->fd, &c, sizeof(c));
-    if (n != (ssize_t)sizeof(c))
+    struct sv_channel *ch = sr_container_of(channel, struct sv_channel, ch);
+    struct sv_ev e;
+    if (sv_evq_get(&ch->evq, &e))
         return -1;
+    struct sv_cq *c = e.obj;
     *cq = &c->ibcq;
     *cq_context = c->ibcq.cq_context;
     return 0;
@@ -287,8 +284,12 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
     int err = LOCKED(cq->context, sr_cq_destroy(c->cq));
     if (err)
         return sv_errno(err);
-    if (cq->channel)
+    /* no event may name a destroyed CQ */
+    if (cq->channel) {
+        sv_evq_purge(&sr_container_of(cq->channel, struct sv_channel, ch)->evq, c);
         __atomic_sub_fetch(&cq->channel->refcnt, 1, __ATOMIC_SEQ_CST);
+    }
+    sv_evq_purge(&sv_ctx(cq->context)->async, cq);
     pthread_mutex_destroy(&cq->mutex);
     pthread_cond_destroy(&cq->cond);
     free(c);
@@ -356,8 +357,8 @@ SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_
     }
     int err = LOCKED(pd->context,
                      sr_srq_create(sv_pd(pd)->pd, attr->attr.max_wr, attr->attr.max_sge, &s->srq));
-    if (!err && attr->attr.srq_limit)
-        err = LOCKED(pd->context, sr_srq_set_limit(s->srq, attr->attr.srq_limit));
+    /* srq_limit is ignored at creation (ibv_create_srq(3)): only
+     * ibv_modify_srq arms the limit event. */
     if (err) {
         free(s);
         errno = sv_errno(err);
@@ -434,8 +435,6 @@ static struct ibv_srq *sv_create_srq_ex(struct ibv_context *context, struct ibv_
     struct sv_xrcd *x = sr_container_of(a->xrcd, struct sv_xrcd, ibxrcd);
     int err = LOCKED(context, sr_srq_create_xrc(sv_pd(a->pd)->pd, x->xrcd, sv_cq(a->cq)->cq,
                                                 a->attr.max_wr, a->attr.max_sge, &s->srq));
-    if (!err && a->attr.srq_limit)
-        err = LOCKED(context, sr_srq_set_limit(s->srq, a->attr.srq_limit));
     if (err) {
         free(s);
         errno = sv_errno(err);
@@ -483,6 +482,7 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
     int err = LOCKED(srq->context, sr_srq_destroy(s->srq));
     if (err)
         return sv_errno(err);
+    sv_evq_purge(&sv_ctx(srq->context)->async, srq);
     pthread_mutex_destroy(&srq->mutex);
     pthread_cond_destroy(&srq->cond);
     free(s);
@@ -742,6 +742,8 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
     int err = LOCKED(qp->context, sr_qp_destroy(q->qp));
     if (err)
         return sv_errno(err);
+    sv_evq_purge(&sv_ctx(qp->context)->async, qp);
+    sv_qp_ex_free(q);
     pthread_mutex_destroy(&qp->mutex);
     pthread_cond_destroy(&qp->cond);
     free(q);

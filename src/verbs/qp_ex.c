@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdlib.h>
 
 static struct sv_qp *qx(struct ibv_qp_ex *qp)
 {
@@ -15,8 +16,10 @@ static struct sv_qp *qx(struct ibv_qp_ex *qp)
 static struct sr_send_wr *stage(struct ibv_qp_ex *qp, enum sr_wr_opcode op)
 {
     struct sv_qp *q = qx(qp);
-    if (q->nwr == SV_WR_BATCH) {
-        q->wr_err = ENOMEM;
+    if (q->wr_err)
+        return NULL;
+    if (q->nwr == q->wr_cap) {
+        q->wr_err = ENOMEM; /* more than the send queue can ever hold */
         return NULL;
     }
     struct sr_send_wr *w = &q->wr[q->nwr++];
@@ -24,7 +27,7 @@ static struct sr_send_wr *stage(struct ibv_qp_ex *qp, enum sr_wr_opcode op)
     w->wr_id = qp->wr_id;
     w->send_flags = qp->wr_flags;
     w->opcode = op;
-    w->sg_list = q->sge[q->nwr - 1];
+    w->sg_list = q->sge + (size_t)(q->nwr - 1) * SR_MAX_SGE;
     return w;
 }
 
@@ -140,7 +143,7 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *qp, size_t n, const struct
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
         total += bufs[i].length;
-    if (total > SV_INLINE_STAGE - q->inline_used) {
+    if (total > q->inline_cap - q->inline_used) {
         q->wr_err = ENOMEM;
         return;
     }
@@ -181,15 +184,48 @@ static void wr_start(struct ibv_qp_ex *qp)
     q->nwr = 0;
     q->inline_used = 0;
     q->wr_err = 0;
+    if (!q->wr) {
+        struct ibv_qp_attr a;
+        struct ibv_qp_init_attr ia;
+        ibv_query_qp(&qp->qp_base, &a, 0, &ia);
+        uint32_t cap = a.cap.max_send_wr ? a.cap.max_send_wr : 1;
+        q->wr = calloc(cap, sizeof(*q->wr));
+        q->sge = calloc((size_t)cap * SR_MAX_SGE, sizeof(*q->sge));
+        q->inline_cap = cap * a.cap.max_inline_data;
+        q->inline_stage = q->inline_cap ? malloc(q->inline_cap) : NULL;
+        if (!q->wr || !q->sge || (q->inline_cap && !q->inline_stage)) {
+            sv_qp_ex_free(q);
+            q->wr_err = ENOMEM;
+            return;
+        }
+        q->wr_cap = cap;
+    }
+}
+
+void sv_qp_ex_free(struct sv_qp *q)
+{
+    free(q->wr);
+    free(q->sge);
+    free(q->inline_stage);
+    q->wr = NULL;
+    q->sge = NULL;
+    q->inline_stage = NULL;
+    q->wr_cap = q->inline_cap = 0;
 }
 
 static int wr_complete(struct ibv_qp_ex *qp)
 {
     struct sv_qp *q = qx(qp);
     int err = q->wr_err;
-    if (!err) {
+    if (!err && q->nwr) {
         struct sr_nic *nic = sv_ctx(qp->qp_base.context)->nic;
         sr_nic_lock(nic);
+        /* ibv_wr_complete(3): on error the entire batch is aborted, so
+         * every WR is checked before the first is posted. */
+        if (sr_qp_sq_free(q->qp) < q->nwr)
+            err = ENOMEM;
+        for (uint32_t i = 0; i < q->nwr && !err; i++)
+            err = sv_errno(sr_qp_send_check(q->qp, &q->wr[i]));
         for (uint32_t i = 0; i < q->nwr && !err; i++)
             err = sv_post_send_one(q, &q->wr[i]);
         sr_nic_flush(nic);

@@ -36,16 +36,28 @@ struct sv_device {
     uint64_t guid;   /* network order */
 };
 
+/* An event queue behind a file descriptor (evq.c). */
+struct sv_ev {
+    int type;
+    void *obj;
+};
+struct sv_evq {
+    int rfd, wfd;
+    pthread_mutex_t lock;
+    struct sv_ev *ev;
+    uint32_t cap, head, cnt;
+};
+int sv_evq_init(struct sv_evq *q);
+void sv_evq_fini(struct sv_evq *q);
+void sv_evq_post(struct sv_evq *q, int type, void *obj);
+int sv_evq_get(struct sv_evq *q, struct sv_ev *out);
+void sv_evq_purge(struct sv_evq *q, const void *obj);
+
 struct sv_context {
     struct verbs_context vctx; /* ends with struct ibv_context */
     struct sv_device *dev;
     struct sr_nic *nic;
-    int async_pipe[2]; /* async events: struct sv_async_rec records */
-};
-
-struct sv_async_rec {
-    enum ibv_event_type type;
-    void *obj; /* ibv_cq / ibv_qp / ibv_srq, or NULL for port events */
+    struct sv_evq async; /* async events; async.rfd is context->async_fd */
 };
 
 struct sv_pd {
@@ -59,8 +71,8 @@ struct sv_mr {
 };
 
 struct sv_channel {
-    struct ibv_comp_channel ch;
-    int wfd; /* write end; ch.fd is the read end; records are struct sv_cq pointers */
+    struct ibv_comp_channel ch; /* ch.fd is evq.rfd */
+    struct sv_evq evq;          /* completion events: obj is the struct sv_cq */
 };
 
 struct sv_cq {
@@ -83,16 +95,15 @@ struct sv_ah {
     uint8_t dgid[16];
 };
 
-enum { SV_WR_BATCH = 64, SV_INLINE_STAGE = 4096 };
-
 struct sv_qp {
     struct ibv_qp_ex qpex; /* starts with struct ibv_qp */
     struct sr_qp *qp;
-    /* ibv_wr_* API: work requests staged between wr_start and wr_complete */
-    struct sr_send_wr wr[SV_WR_BATCH];
-    struct sr_sge sge[SV_WR_BATCH][SR_MAX_SGE];
-    uint8_t inline_stage[SV_INLINE_STAGE];
-    uint32_t inline_used;
+    /* ibv_wr_* API: work requests staged between wr_start and wr_complete,
+     * as many as the send queue holds (allocated at the first wr_start) */
+    struct sr_send_wr *wr;
+    struct sr_sge *sge;    /* wr_cap x SR_MAX_SGE */
+    uint8_t *inline_stage; /* wr_cap x max_inline_data */
+    uint32_t wr_cap, inline_cap, inline_used;
     uint32_t nwr;
     int wr_err;
 };
@@ -136,5 +147,6 @@ int sv_post_send_one(struct sv_qp *q, const struct sr_send_wr *wr);
 
 /* qp_ex.c */
 void sv_qp_ex_init(struct sv_qp *q, uint64_t send_ops_flags);
+void sv_qp_ex_free(struct sv_qp *q);
 
 #endif
