@@ -16,6 +16,8 @@ static bool is_rd_atomic(enum sr_wr_opcode op)
 
 uint64_t sr_qp_deadline(const struct sr_qp *qp)
 {
+    if (qp->zombie)
+        return qp->zombie_until;
     if (qp->req.rnr_wait)
         return qp->req.rnr_until;
     return qp->comp.deadline;

@@ -613,6 +613,11 @@ void sr_engine_advance(struct sr_engine *e, uint64_t now_ns)
     for (struct sr_qp *qp = e->active; qp; qp = next) {
         next = qp->active_next;
         uint64_t d = sr_qp_deadline(qp);
+        if (qp->zombie) {
+            if (d <= now_ns)
+                sr_qp_destroy(qp); /* its linger is over */
+            continue;
+        }
         if (d <= now_ns)
             sr_comp_timer(qp, now_ns);
         if (sr_qp_deadline(qp) == SR_NO_DEADLINE)
@@ -662,6 +667,13 @@ void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uin
         return;
     }
     const struct sr_opcode_info *info = sr_opcode_info(pkt.bth.opcode);
+    if (qp->zombie) {
+        if (!(info->flags & SR_OPF_RESPONSE) && err >= 0)
+            sr_resp_zombie_rx(qp, &pkt, src_gid, now_ns);
+        else
+            e->stats.rx_drop_other++;
+        return;
+    }
     if (info->flags & SR_OPF_RESPONSE) {
         if (err < 0) {
             e->stats.rx_drop_malformed++;

@@ -165,6 +165,10 @@ struct sr_qp {
 
     struct sr_qp *active_next, *active_prev; /* on eng->active while timers may run */
     bool active;
+    /* destroyed, lingering to re-acknowledge the peer's retransmissions (a
+     * lost final ACK must not fail the peer's last send; TCP's TIME_WAIT) */
+    bool zombie;
+    uint64_t zombie_until;
 };
 
 struct sr_engine {
@@ -183,6 +187,7 @@ struct sr_engine {
     struct sr_srq *srqs;
     struct sr_xrcd *xrcds;
     struct sr_srq **srq_by_num; /* index = srqn - 1 */
+    uint32_t zombies;
 };
 
 enum { SR_QPN_BASE = 0x10 }; /* QPN 0 and 1 are the IB special QPs */
@@ -229,6 +234,8 @@ void sr_req_rewind(struct sr_qp *qp, uint32_t psn);
 uint32_t sr_swqe_npkts(const struct sr_qp *qp, const struct sr_send_wr *wr, uint32_t len);
 
 /* resp.c */
+void sr_resp_zombie_rx(struct sr_qp *qp, const struct sr_pkt *pkt, const uint8_t *src_gid,
+                       uint64_t now_ns);
 void sr_resp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err, const uint8_t *src_gid,
                 uint64_t now_ns);
 

@@ -186,12 +186,9 @@ err_free:
     return SR_ERR_NOMEM;
 }
 
-int sr_qp_destroy(struct sr_qp *qp)
+/* Drop every reference the QP holds on other objects. */
+static void qp_release_refs(struct sr_qp *qp)
 {
-    struct sr_engine *e = qp->eng;
-    sr_engine_deactivate(e, qp);
-    e->qps[qp->qpn - SR_QPN_BASE] = NULL;
-    e->qp_cnt--;
     if (qp->pd)
         qp->pd->refcnt--;
     if (qp->send_cq) {
@@ -202,6 +199,49 @@ int sr_qp_destroy(struct sr_qp *qp)
         qp->srq->refcnt--;
     if (qp->xrcd)
         qp->xrcd->refcnt--;
+    qp->pd = NULL;
+    qp->send_cq = qp->recv_cq = NULL;
+    qp->srq = NULL;
+    qp->xrcd = NULL;
+}
+
+int sr_qp_destroy_linger(struct sr_qp *qp, uint64_t now_ns, uint64_t linger_ns)
+{
+    enum sr_qp_state s = qp->attr.qp_state;
+    bool heard = qp->resp.epsn != qp->attr.rq_psn; /* it has acknowledged something */
+    if (!linger_ns || qp->zombie || !sr_qp_reliable(qp) || s < SR_QPS_RTR || s == SR_QPS_ERR ||
+        !heard)
+        return sr_qp_destroy(qp);
+    struct sr_engine *e = qp->eng;
+    qp_release_refs(qp);
+    /* nothing of the requester survives: no completions, no sends */
+    qp->sq_head = qp->sq_tail = qp->req.cur = 0;
+    qp->req.rnr_wait = false;
+    qp->comp.deadline = SR_NO_DEADLINE;
+    qp->resp.have_rwqe = false;
+    qp->resp.msg = 0;
+    qp->user = NULL;
+    qp->zombie = true;
+    qp->zombie_until = now_ns + linger_ns;
+    e->zombies++;
+    sr_engine_activate(e, qp);
+    return 0;
+}
+
+uint32_t sr_engine_zombies(const struct sr_engine *e)
+{
+    return e->zombies;
+}
+
+int sr_qp_destroy(struct sr_qp *qp)
+{
+    struct sr_engine *e = qp->eng;
+    sr_engine_deactivate(e, qp);
+    e->qps[qp->qpn - SR_QPN_BASE] = NULL;
+    e->qp_cnt--;
+    if (qp->zombie)
+        e->zombies--;
+    qp_release_refs(qp);
     free(qp->resp.rwqe_buf);
     free(qp->rq.buf);
     free(qp->sq_inline);

@@ -654,6 +654,24 @@ static void ud_rx(struct resp_ctx *c)
         complete_rwqe(qp, c->rwqe_status, SR_WC_RECV, 0, 0, 0, pkt->deth.src_qp, false);
 }
 
+/* A lingering (destroyed) QP answers duplicates of what it acknowledged
+ * and nothing else; it owns no memory any more (pd is NULL, so a duplicate
+ * READ finds no region and is dropped). */
+void sr_resp_zombie_rx(struct sr_qp *qp, const struct sr_pkt *pkt, const uint8_t *src_gid,
+                       uint64_t now_ns)
+{
+    struct resp_ctx c = {
+        .qp = qp,
+        .pkt = pkt,
+        .info = sr_opcode_info(pkt->bth.opcode),
+        .src_gid = src_gid,
+        .now = now_ns,
+    };
+    if (sr_psn_diff(pkt->bth.psn, qp->resp.epsn) < 0 && duplicate(&c) != RS_DROP)
+        return;
+    qp->eng->stats.rx_drop_other++;
+}
+
 void sr_resp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err, const uint8_t *src_gid,
                 uint64_t now_ns)
 {

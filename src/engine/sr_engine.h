@@ -361,6 +361,13 @@ void *sr_srq_user(const struct sr_srq *srq);
 /* ---- queue pairs ---- */
 int sr_qp_create(struct sr_pd *pd, const struct sr_qp_init_attr *attr, struct sr_qp **out);
 int sr_qp_destroy(struct sr_qp *qp); /* outstanding work is dropped without completions */
+/* Destroy, but let a connected QP that has received requests linger for
+ * linger_ns as a responder that only re-acknowledges duplicates: if its
+ * last ACK was lost, the peer's retransmission still gets an answer
+ * (TCP's TIME_WAIT). Every reference (PD, CQs, MRs) is released at once. */
+int sr_qp_destroy_linger(struct sr_qp *qp, uint64_t now_ns, uint64_t linger_ns);
+/* Lingering QPs not yet gone. */
+uint32_t sr_engine_zombies(const struct sr_engine *e);
 uint32_t sr_qp_num(const struct sr_qp *qp);
 /* IBA 10.3 / verbs modify_qp: the transition and the attribute mask are
  * checked against the QP type's table; SR_ERR_INVAL when not allowed. */

@@ -172,6 +172,16 @@ void sv_device_nic_put(struct sv_device *dev)
 {
     pthread_mutex_lock(&dev->lock);
     if (--dev->nic_refs == 0) {
+        /* Destroyed QPs lingering for the peer's last retransmissions keep
+         * the NIC running a little longer (at most 1 s). */
+        for (int i = 0; i < 200; i++) {
+            sr_nic_lock(dev->nic);
+            uint32_t z = sr_engine_zombies(sr_nic_engine(dev->nic));
+            sr_nic_unlock(dev->nic);
+            if (!z)
+                break;
+            usleep(5000);
+        }
         if (dev->cfg.stats)
             print_stats(dev);
         sr_nic_close(dev->nic);

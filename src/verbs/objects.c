@@ -739,7 +739,19 @@ SV_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr
 SV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 {
     struct sv_qp *q = sv_qp(qp);
-    int err = LOCKED(qp->context, sr_qp_destroy(q->qp));
+    /* Linger like TCP's TIME_WAIT for as long as the peer keeps retrying
+     * (its timeout and retry count assumed like ours, at most 1 s): if our
+     * last ACK was lost, a retransmission still gets one and the peer's
+     * last send succeeds. */
+    struct sr_qp_attr a;
+    sr_nic_lock(nic_of(qp->context));
+    sr_qp_query(q->qp, &a, NULL);
+    uint64_t t = sr_timeout_ns(a.timeout);
+    uint64_t linger =
+        t == UINT64_MAX ? 1000000000ull : SR_MIN((a.retry_cnt + 1u) * t + 1000000, 1000000000ull);
+    int err = sr_qp_destroy_linger(q->qp, sr_nic_now(), linger);
+    sr_nic_kick(nic_of(qp->context));
+    sr_nic_unlock(nic_of(qp->context));
     if (err)
         return sv_errno(err);
     sv_evq_purge(&sv_ctx(qp->context)->async, qp);

@@ -925,6 +925,58 @@ static void test_xrc(void)
     h_fini(&h);
 }
 
+/* TIME_WAIT: the responder acknowledges the last SEND, the ACK is lost, the
+ * responder's QP is destroyed with a linger: the requester's retransmission
+ * is still acknowledged, so its send succeeds. Without a linger it fails. */
+static int ack_drops;
+static int f_drop_acks(struct harness *h, const struct h_pkt *p, uint64_t seq)
+{
+    (void)h, (void)seq;
+    if (p->from == 1 && (p->data[0] & 0x1f) == SR_OP_ACK && ack_drops > 0) {
+        ack_drops--;
+        return 1;
+    }
+    return 0;
+}
+
+static void test_linger(void)
+{
+    for (int linger = 0; linger < 2; linger++) {
+        sr_test_ctx = linger ? "destroyed with linger" : "destroyed without linger";
+        struct harness h;
+        struct h_pair pr;
+        h_init(&h, 0);
+        h.filter = f_drop_acks;
+        ack_drops = 1;
+        struct h_qp_opts o = {.type = SR_QPT_RC, .timeout = 10, .retry_cnt = 3, .access = 15};
+        h_connect(&h, &pr, &o);
+        reg_mem(&pr, 15);
+        struct sr_sge rs = {(uintptr_t)mem[1], 64, sr_mr_lkey(mr[1])};
+        struct sr_recv_wr rwr = {.wr_id = 1, .sg_list = &rs, .num_sge = 1};
+        SR_CHECK_EQ(sr_qp_post_recv(pr.qp[1], &rwr), 0);
+        struct sr_sge sg = {(uintptr_t)mem[0], 64, sr_mr_lkey(mr[0])};
+        struct sr_send_wr wr = {.wr_id = 2,
+                                .sg_list = &sg,
+                                .num_sge = 1,
+                                .opcode = SR_WR_SEND,
+                                .send_flags = SR_SEND_SIGNALED};
+        SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &wr, h.now), 0);
+        struct sr_wc wc[2];
+        SR_CHECK_EQ(wait_wc(&h, pr.rcq[1], 1, wc, 1000000ull), 1); /* delivered; ACK lost */
+        uint64_t t = sr_timeout_ns(10);
+        SR_CHECK_EQ(sr_qp_destroy_linger(pr.qp[1], h.now, linger ? 5 * t : 0), 0);
+        SR_CHECK_EQ(sr_engine_zombies(h.eng[1]), (uint32_t)linger);
+        /* the CQ and PD are free to go at once */
+        SR_CHECK_EQ(sr_mr_dereg(mr[1]), 0);
+        SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 1, wc, 10 * t), 1);
+        SR_CHECK_EQ(wc[0].status, linger ? SR_WC_SUCCESS : SR_WC_RETRY_EXC_ERR);
+        h_run(&h, NULL, NULL, 10 * t);
+        SR_CHECK_EQ(sr_engine_zombies(h.eng[1]), 0); /* the linger ended */
+        sr_mr_dereg(mr[0]);
+        h_fini(&h);
+    }
+}
+
 static void test_qp_state(void)
 {
     sr_test_ctx = "qp state machine";
@@ -1047,6 +1099,7 @@ int main(void)
     SR_RUN(test_ud);
     SR_RUN(test_uc);
     SR_RUN(test_xrc);
+    SR_RUN(test_linger);
     SR_RUN(test_cq_overflow_and_limits);
     free(mem[0]);
     free(mem[1]);
