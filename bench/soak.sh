@@ -16,8 +16,10 @@ cd "$(dirname "$0")/.."
 secs=${SOAK_SECONDS:-300}
 build=${BUILD:-build}
 [ -x "$build/bin/srdma-sim" ] || { cmake -S . -B "$build" >/dev/null && cmake --build "$build" -j"$(nproc)" >/dev/null; }
-lib=$PWD/$build/lib
-bin=$PWD/$build/bin
+[ -x "$build/bin/verbs_ops_test" ] || { echo "soak: build $build first"; exit 1; }
+build=$(cd "$build" 2>/dev/null && pwd || echo "$PWD/$build")
+lib=$build/lib
+bin=$build/bin
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 RANDOM=${SOAK_SEED:-1}
