@@ -71,8 +71,8 @@ while [ "$(date +%s)" -lt "$end" ]; do
     sim_bytes=$(awk -v a=$sim_bytes -v b=${b:-0} 'BEGIN{printf "%d", a + b * 1048576}')
     sims=$((sims + 1)) ;;
   3) # forged packets against a live device, if that test is built
-    if [ -x "$bin/hostile_test" ]; then
-      SOFTRDMA_STATS=1 LD_LIBRARY_PATH=$lib timeout 300 "$bin/hostile_test" > "$log/hostile" 2>&1 || fail "hostile_test"
+    if [ -x "$bin/hostile_attacker" ]; then
+      LD_LIBRARY_PATH=$lib timeout 300 "$bin/hostile_attacker" "$bin/hostile_victim" both > "$log/hostile" 2>&1 || fail "hostile_attacker"
       hostile=$((hostile + 1))
     fi ;;
   esac

@@ -323,8 +323,10 @@ void sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns)
     }
     switch (SR_OPCODE_OP(pkt->bth.opcode)) {
     case SR_OP_ACK:
-        if (ahead == -1 && SR_AETH_TYPE(pkt->aeth.syndrome) == SR_AETH_ACK)
-            return; /* duplicate ACK: nothing new */
+        if (ahead == -1 && SR_AETH_TYPE(pkt->aeth.syndrome) == SR_AETH_ACK) {
+            e->stats.rx_drop_other++; /* duplicate ACK: nothing new */
+            return;
+        }
         handle_ack(qp, pkt, now_ns);
         break;
     case SR_OP_ATOMIC_ACK:

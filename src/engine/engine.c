@@ -540,8 +540,8 @@ void sr_srq_check_limit(struct sr_srq *srq)
 }
 
 /* ---- output ---- */
-void sr_engine_tx(struct sr_engine *e, struct sr_qp *qp, const struct sr_pkt *pkt,
-                  const struct sr_iov *iov, uint32_t iov_cnt, const uint8_t *dgid)
+static void engine_tx(struct sr_engine *e, struct sr_qp *qp, const struct sr_pkt *pkt,
+                      const struct sr_iov *iov, uint32_t iov_cnt, const uint8_t *dgid, bool flush)
 {
     uint8_t hdr[SR_MAX_HDR_LEN];
     int hl = sr_wire_encode_hdr(pkt, hdr, sizeof(hdr));
@@ -556,10 +556,23 @@ void sr_engine_tx(struct sr_engine *e, struct sr_qp *qp, const struct sr_pkt *pk
         .pad_len = sr_wire_pad_len(pkt->payload_len),
         .dgid = dgid,
         .src_port = qp->src_port,
+        .flush = flush,
     };
     e->stats.tx_pkts++;
     e->stats.tx_bytes += (uint64_t)hl + pkt->payload_len;
     (void)e->cfg.ops.tx(e->cfg.ops_ctx, &t);
+}
+
+void sr_engine_tx(struct sr_engine *e, struct sr_qp *qp, const struct sr_pkt *pkt,
+                  const struct sr_iov *iov, uint32_t iov_cnt, const uint8_t *dgid)
+{
+    engine_tx(e, qp, pkt, iov, iov_cnt, dgid, false);
+}
+
+void sr_engine_tx_flush(struct sr_engine *e, struct sr_qp *qp, const struct sr_pkt *pkt,
+                        const struct sr_iov *iov, uint32_t iov_cnt, const uint8_t *dgid)
+{
+    engine_tx(e, qp, pkt, iov, iov_cnt, dgid, true);
 }
 
 /* ---- timers ---- */

@@ -205,6 +205,8 @@ bool sr_sge_scatter(struct sr_engine *e, struct sr_pd *pd, const struct sr_sge *
 bool sr_cq_push(struct sr_cq *cq, const struct sr_wc *wc, bool solicited);
 void sr_engine_tx(struct sr_engine *e, struct sr_qp *qp, const struct sr_pkt *pkt,
                   const struct sr_iov *iov, uint32_t iov_cnt, const uint8_t *dgid);
+void sr_engine_tx_flush(struct sr_engine *e, struct sr_qp *qp, const struct sr_pkt *pkt,
+                        const struct sr_iov *iov, uint32_t iov_cnt, const uint8_t *dgid);
 void sr_engine_activate(struct sr_engine *e, struct sr_qp *qp);
 struct sr_rwqe *sr_rq_peek(struct sr_rq *rq);
 void sr_rq_pop(struct sr_rq *rq);

@@ -106,6 +106,14 @@ int sr_qp_create(struct sr_pd *pd, const struct sr_qp_init_attr *ia, struct sr_q
         return SR_ERR_INVAL;
     if (ia->srq && (ia->srq->pd->eng != e || ia->srq->xrcd || xrc_send || xrc_recv))
         return SR_ERR_INVAL;
+    if (e->qp_cnt >= e->cfg.max_qp && e->zombies) {
+        /* a lingering QP gives its slot up to a live one */
+        for (uint32_t i = 0; i < e->cfg.max_qp; i++)
+            if (e->qps[i] && e->qps[i]->zombie) {
+                sr_qp_destroy(e->qps[i]);
+                break;
+            }
+    }
     if (e->qp_cnt >= e->cfg.max_qp)
         return SR_ERR_LIMIT;
 
@@ -687,7 +695,8 @@ int sr_qp_post_send(struct sr_qp *qp, const struct sr_send_wr *wr, uint64_t now_
     w->wr = *wr;
     w->sge = sge;
     w->inline_buf = ibuf;
-    memcpy(sge, wr->sg_list, wr->num_sge * sizeof(*sge));
+    if (wr->num_sge) /* a zero-length WR may carry no list at all */
+        memcpy(sge, wr->sg_list, wr->num_sge * sizeof(*sge));
     w->wr.sg_list = sge;
     w->status = SR_WC_SUCCESS;
     w->state = SWQE_POSTED;

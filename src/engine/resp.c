@@ -118,7 +118,13 @@ static void send_read_responses(struct sr_qp *qp, const uint8_t *src, uint32_t l
         uint32_t chunk = SR_MIN(pmtu, len - i * pmtu);
         p.payload_len = len ? chunk : 0;
         struct sr_iov iov = {.base = src ? src + (size_t)i * pmtu : NULL, .len = p.payload_len};
-        sr_engine_tx(qp->eng, qp, &p, &iov, p.payload_len ? 1 : 0, qp->attr.dgid);
+        /* The last response of a READ goes out with everything queued
+         * before it: a later request in the same batch may write this
+         * memory (IBA ordering: the READ sees the data before it). */
+        if (i == n - 1)
+            sr_engine_tx_flush(qp->eng, qp, &p, &iov, p.payload_len ? 1 : 0, qp->attr.dgid);
+        else
+            sr_engine_tx(qp->eng, qp, &p, &iov, p.payload_len ? 1 : 0, qp->attr.dgid);
     }
 }
 
@@ -483,6 +489,14 @@ static void responder_error(struct resp_ctx *c, uint8_t nak, enum sr_wc_status r
     send_nak(qp, c->pkt->bth.psn, nak);
     complete_rwqe(qp, rwqe_status, SR_WC_RECV, 0, 0, 0, 0, false);
     sr_qp_to_error(qp);
+    /* IBA 11.6.3.1: the responder's QP error is an affiliated async event */
+    struct sr_engine *e = qp->eng;
+    if (e->cfg.ops.async_event)
+        e->cfg.ops.async_event(e->cfg.ops_ctx,
+                               nak == SR_NAK_REMOTE_ACCESS ? SR_EVENT_QP_ACCESS_ERR
+                               : nak == SR_NAK_INVALID_REQ ? SR_EVENT_QP_REQ_ERR
+                                                           : SR_EVENT_QP_FATAL,
+                               qp);
 }
 
 static void rc_rx(struct resp_ctx *c)
@@ -530,6 +544,8 @@ static void rc_rx(struct resp_ctx *c)
                 qp->resp.nak_sent = true;
                 qp->eng->stats.seq_naks_sent++;
                 send_nak(qp, qp->resp.epsn, SR_NAK_PSN_SEQ);
+            } else {
+                qp->eng->stats.rx_drop_other++; /* already NAKed: dropped silently */
             }
             return;
         case RS_NAK_RNR:

@@ -260,7 +260,13 @@ struct sr_tx_pkt {
     uint32_t payload_len;
     uint32_t pad_len;
     const uint8_t *dgid; /* destination address (GID) */
-    uint16_t src_port;   /* UDP source port: flow entropy, per QP */
+    uint16_t src_port;
+        /* UDP source port: flow entropy, per QP */ /* The payload is memory the engine may write by
+                                                     * the next request it processes (READ
+                                                     * responses): a driver that defers sending must
+                                                     * put everything queued so far on the wire (or
+                                                     * copy it) before returning. */
+    bool flush;
 };
 
 /* What the engine calls back. tx returns 0, or a negative value when the

@@ -43,7 +43,10 @@ uint64_t sr_nic_now(void)
 static int nic_tx(void *ctx, const struct sr_tx_pkt *pkt)
 {
     struct sr_nic *nic = ctx;
-    return sr_udp_queue(nic->udp, pkt);
+    int err = sr_udp_queue(nic->udp, pkt);
+    if (pkt->flush)
+        sr_udp_flush(nic->udp);
+    return err;
 }
 
 static void nic_cq_event(void *ctx, struct sr_cq *cq, bool solicited)

@@ -287,7 +287,7 @@ static void fill_device_attr(struct sv_device *d, struct ibv_device_attr *a)
     a->vendor_id = SV_VENDOR_ID;
     a->vendor_part_id = SV_VENDOR_PART;
     a->hw_ver = 1;
-    a->max_qp = 16384 - 16;
+    a->max_qp = 16384; /* the engine's default table */
     a->max_qp_wr = 1 << 15;
     a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT |
                           IBV_DEVICE_XRC | IBV_DEVICE_N_NOTIFY_CQ;
