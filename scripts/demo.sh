@@ -3,7 +3,9 @@
 #  1. Debian's unmodified ibv_devinfo and ibv_rc_pingpong run on softrdma's
 #     libibverbs.so.1 (no RDMA NIC, no kernel module): two processes talk
 #     RoCEv2 over loopback, data validated.
-#  2. The wire codec writes one packet of every opcode to a capture that
+#  2. srccl runs an all-reduce across local ranks and prints the
+#     nccl-tests-style table.
+#  3. The wire codec writes one packet of every opcode to a capture that
 #     tshark decodes as InfiniBand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +30,9 @@ ibv_rc_pingpong -p "$port" -g 0 -c -s 65536 -n 200 127.0.0.1
 wait "$srv"
 echo "-- server side:"
 cat build/demo-server.txt
+echo
+echo "== srccl: all-reduce across 4 local ranks over softrdma (nccl-tests columns, results checked) =="
+build/bin/srccl-run -n 4 build/bin/srccl-perf -b 8 -e 4M -f 8 -o allreduce -c 1 -n 10 -w 2
 echo
 out=build/softrdma-sample.pcap
 echo "== srdma-wire --sample-pcap $out: one RoCEv2 packet per opcode, as tshark sees them =="
