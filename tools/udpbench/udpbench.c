@@ -1,0 +1,565 @@
+/* udpbench.c: this machine's raw loopback UDP limits between two processes,
+ * the yardstick bench/run.sh holds softrdma against. A benchmark, never a
+ * test: every figure depends on the machine and on its load.
+ *
+ *   srdma-udpbench [-m plain|gso|pingpong|all] [-t SECONDS] [-a 127.x.y.z]
+ *                  [-n ITERS] [-s BYTES] [-S SEGMENT] [-g SEGMENTS]
+ *
+ *   plain     goodput of SEGMENT-byte datagrams (default 4096), sendmmsg and
+ *             recvmmsg batches; the sender sends as fast as it can for
+ *             SECONDS, the receiver counts what it gets.
+ *   gso       the same with UDP GSO on send (UDP_SEGMENT: super-datagrams of
+ *             SEGMENTS segments, default 15, i.e. 60 KiB, the most that fits
+ *             in one 64 KiB IP datagram) and UDP_GRO on receive.
+ *   pingpong  round trip of a BYTES-byte datagram (default 32), both sides
+ *             busy-polling a non-blocking socket; median over ITERS (default
+ *             100000) round trips, or as many as fit in SECONDS.
+ *
+ * The receiving / echoing side is a forked child, so that the two ends are
+ * two processes like two softrdma devices. Both sockets are bound before the
+ * fork, to ephemeral ports on the -a address (127.0.0.0/8 only).
+ *
+ * Output: one "name value" line per figure, e.g. "udp_gso_gro_4k_gbps 31.2"
+ * (Gbit/s are 10^9 bits of UDP payload per second). Exit status 0 when every
+ * measurement ran, 1 otherwise.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+enum {
+    BATCH = 64,                 /* datagrams per sendmmsg / recvmmsg */
+    GSO_BATCH = 8,              /* super-datagrams per sendmmsg */
+    MAX_DGRAM = 65536,          /* receive buffer per datagram */
+    SOCK_BUF = 16 << 20,        /* requested socket buffers */
+    IDLE_MS = 300,              /* receiver stops after this much silence */
+    PING_TIMEOUT_NS = 50000000, /* a lost ping is given up after 50 ms */
+    WARMUP_ROUNDS = 1000,       /* round trips not sampled */
+    PP_STOP = 0xff,             /* first byte of the ping that ends the echo loop */
+    CHILD_GRACE_S = 5,          /* the child outlives the planned run by this much at most */
+    POLL_CLOCK_EVERY = 1024,    /* empty polls between two clock reads */
+    PP_BUF = 2048,              /* ping-pong receive buffer (-s is at most 1400) */
+};
+
+struct opts {
+    const char *mode;
+    double seconds;
+    struct in_addr addr;
+    int iters;
+    size_t small_len;
+    size_t seg_len;
+    int gso_segs;
+};
+
+/* What the receiving child reports through the pipe. */
+struct rx_report {
+    uint64_t bytes, segs; /* payload bytes and 'seg_len' segments received */
+    uint64_t timed_bytes; /* bytes received after the first batch */
+    uint64_t first_ns;    /* end of the first batch */
+    uint64_t last_ns;     /* end of the last batch */
+    int err;              /* errno of a failed call, 0 */
+};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void set_bufs(int fd)
+{
+    int sz = SOCK_BUF;
+    /* The FORCE variants pass net.core.[rw]mem_max as root; otherwise the
+     * kernel clamps the plain request to the maximum. */
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
+        (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)))
+        (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+}
+
+/* A UDP socket bound to addr:ephemeral; its address in *sa. -1 on error. */
+static int open_bound(struct in_addr addr, struct sockaddr_in *sa)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    set_bufs(fd);
+    *sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr = addr};
+    socklen_t len = sizeof(*sa);
+    if (bind(fd, (struct sockaddr *)sa, sizeof(*sa)) ||
+        getsockname(fd, (struct sockaddr *)sa, &len)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Two sockets bound on the loopback address, each connected to the other. */
+static int open_pair(struct in_addr addr, int fds[2])
+{
+    struct sockaddr_in sa[2];
+    fds[0] = open_bound(addr, &sa[0]);
+    fds[1] = fds[0] < 0 ? -1 : open_bound(addr, &sa[1]);
+    if (fds[1] < 0 || connect(fds[0], (struct sockaddr *)&sa[1], sizeof(sa[1])) ||
+        connect(fds[1], (struct sockaddr *)&sa[0], sizeof(sa[0]))) {
+        int e = errno;
+        if (fds[0] >= 0)
+            close(fds[0]);
+        if (fds[1] >= 0)
+            close(fds[1]);
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len) {
+        ssize_t r = write(fd, p, len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        p += r;
+        len -= (size_t)r;
+    }
+    return 0;
+}
+
+/* Read exactly len bytes, waiting at most timeout_ms in all. */
+static int read_all(int fd, void *buf, size_t len, int timeout_ms)
+{
+    char *p = buf;
+    uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    while (len) {
+        uint64_t now = now_ns();
+        if (now >= end)
+            return -1;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int k = poll(&pfd, 1, (int)((end - now) / 1000000ull) + 1);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        ssize_t r = read(fd, p, len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        p += r;
+        len -= (size_t)r;
+    }
+    return 0;
+}
+
+static void reap(pid_t pid)
+{
+    /* The child ends on its own deadline; this bounds the wait anyway. */
+    for (int i = 0; i < 100 * CHILD_GRACE_S; i++) {
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            return;
+        usleep(10000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+/* ---- goodput ------------------------------------------------------------ */
+
+/* Child side: receive until IDLE_MS of silence after the first datagram, or
+ * until hard_end_ns. Segments of a GRO datagram are counted from its
+ * UDP_GRO control message. */
+static void rx_loop(int fd, bool gro, uint64_t hard_end_ns, struct rx_report *rep)
+{
+    enum { CTRL_LEN = CMSG_SPACE(sizeof(int)) };
+    struct mmsghdr msgs[BATCH];
+    struct iovec iov[BATCH];
+    struct timeval tv = {.tv_sec = 0, .tv_usec = IDLE_MS * 1000};
+    memset(rep, 0, sizeof(*rep));
+    char *bufs = malloc((size_t)BATCH * MAX_DGRAM);
+    char *ctrl = malloc((size_t)BATCH * CTRL_LEN);
+    if (!bufs || !ctrl || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv))) {
+        rep->err = bufs && ctrl ? errno : ENOMEM;
+        free(bufs);
+        free(ctrl);
+        return;
+    }
+    while (now_ns() < hard_end_ns) {
+        for (int i = 0; i < BATCH; i++) {
+            iov[i] = (struct iovec){.iov_base = bufs + (size_t)i * MAX_DGRAM, .iov_len = MAX_DGRAM};
+            msgs[i].msg_hdr = (struct msghdr){
+                .msg_iov = &iov[i],
+                .msg_iovlen = 1,
+                .msg_control = gro ? ctrl + (size_t)i * CTRL_LEN : NULL,
+                .msg_controllen = gro ? CTRL_LEN : 0,
+            };
+        }
+        int n = recvmmsg(fd, msgs, BATCH, MSG_WAITFORONE, NULL);
+        uint64_t now = now_ns();
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if (rep->first_ns)
+                    break; /* the sender has stopped */
+                continue;
+            }
+            rep->err = errno;
+            break;
+        }
+        uint64_t bytes = 0, segs = 0;
+        for (int i = 0; i < n; i++) {
+            size_t len = msgs[i].msg_len;
+            size_t seg = len;
+            for (struct cmsghdr *c = CMSG_FIRSTHDR(&msgs[i].msg_hdr); gro && c;
+                 c = CMSG_NXTHDR(&msgs[i].msg_hdr, c)) {
+                if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+                    int g;
+                    memcpy(&g, CMSG_DATA(c), sizeof(g));
+                    seg = (size_t)g;
+                }
+            }
+            bytes += len;
+            segs += seg ? (len + seg - 1) / seg : 1;
+        }
+        if (!rep->first_ns)
+            rep->first_ns = now;
+        else
+            rep->timed_bytes += bytes;
+        rep->bytes += bytes;
+        rep->segs += segs;
+        rep->last_ns = now;
+    }
+    free(bufs);
+    free(ctrl);
+}
+
+/* Parent side: send for `seconds`. Returns 0 or -1 with errno. */
+static int tx_loop(int fd, bool gso, const struct opts *o, uint64_t *segs_out, uint64_t *ns_out)
+{
+    size_t dgram = gso ? o->seg_len * (size_t)o->gso_segs : o->seg_len;
+    int batch = gso ? GSO_BATCH : BATCH;
+    char *buf = calloc(1, dgram);
+    if (!buf)
+        return -1;
+    struct mmsghdr msgs[BATCH];
+    struct iovec iov = {.iov_base = buf, .iov_len = dgram};
+    for (int i = 0; i < batch; i++)
+        msgs[i].msg_hdr = (struct msghdr){.msg_iov = &iov, .msg_iovlen = 1};
+    if (gso) {
+        int seg = (int)o->seg_len;
+        if (setsockopt(fd, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg))) {
+            free(buf);
+            return -1;
+        }
+    }
+    uint64_t start = now_ns();
+    uint64_t end = start + (uint64_t)(o->seconds * 1e9);
+    uint64_t sent = 0, now = start;
+    int rc = 0;
+    while ((now = now_ns()) < end) {
+        int n = sendmmsg(fd, msgs, (unsigned)batch, 0);
+        if (n < 0) {
+            /* A full queue on a loaded machine: try again; the figure is
+             * what the receiver gets. */
+            if (errno == EINTR || errno == EAGAIN || errno == ENOBUFS)
+                continue;
+            rc = -1;
+            break;
+        }
+        sent += (uint64_t)n;
+    }
+    *segs_out = sent * (uint64_t)(gso ? o->gso_segs : 1);
+    *ns_out = now - start;
+    free(buf);
+    return rc;
+}
+
+static int run_goodput(const struct opts *o, bool gso)
+{
+    const char *name = gso ? "udp_gso_gro" : "udp_plain";
+    char sz[32];
+    if (o->seg_len % 1024 == 0)
+        snprintf(sz, sizeof(sz), "%zuk", o->seg_len / 1024);
+    else
+        snprintf(sz, sizeof(sz), "%zub", o->seg_len);
+
+    int fds[2], pfd[2];
+    if (open_pair(o->addr, fds)) {
+        fprintf(stderr, "udpbench: sockets: %s\n", strerror(errno));
+        return -1;
+    }
+    if (gso) {
+        int one = 1;
+        if (setsockopt(fds[1], SOL_UDP, UDP_GRO, &one, sizeof(one))) {
+            fprintf(stderr, "udpbench: UDP_GRO: %s\n", strerror(errno));
+            close(fds[0]);
+            close(fds[1]);
+            return -1;
+        }
+    }
+    if (pipe(pfd)) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    uint64_t hard_end = now_ns() + (uint64_t)((o->seconds + CHILD_GRACE_S) * 1e9);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        close(pfd[0]);
+        close(pfd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        close(pfd[0]);
+        struct rx_report rep;
+        char ready = 'R';
+        if (write_all(pfd[1], &ready, 1))
+            _exit(1);
+        rx_loop(fds[1], gso, hard_end, &rep);
+        _exit(write_all(pfd[1], &rep, sizeof(rep)) ? 1 : 0);
+    }
+    close(fds[1]);
+    close(pfd[1]);
+
+    int rc = -1;
+    char ready;
+    uint64_t tx_segs = 0, tx_ns = 0;
+    struct rx_report rep;
+    int wait_ms = (int)((o->seconds + CHILD_GRACE_S) * 1000);
+    if (read_all(pfd[0], &ready, 1, wait_ms)) {
+        fprintf(stderr, "udpbench: receiver did not start\n");
+    } else if (tx_loop(fds[0], gso, o, &tx_segs, &tx_ns)) {
+        fprintf(stderr, "udpbench: %s send: %s\n", name, strerror(errno));
+    } else if (read_all(pfd[0], &rep, sizeof(rep), wait_ms)) {
+        fprintf(stderr, "udpbench: no report from the receiver\n");
+    } else if (rep.err) {
+        fprintf(stderr, "udpbench: %s receive: %s\n", name, strerror(rep.err));
+    } else if (rep.last_ns <= rep.first_ns) {
+        fprintf(stderr, "udpbench: %s: too little received to time\n", name);
+    } else {
+        double rx_s = (double)(rep.last_ns - rep.first_ns) / 1e9;
+        double tx_bytes = (double)tx_segs * (double)o->seg_len;
+        double loss = tx_segs ? 100.0 * (1.0 - (double)rep.segs / (double)tx_segs) : 0;
+        printf("%s_%s_gbps %.2f\n", name, sz, (double)rep.timed_bytes * 8 / rx_s / 1e9);
+        printf("%s_%s_tx_gbps %.2f\n", name, sz, tx_bytes * 8 / ((double)tx_ns / 1e9) / 1e9);
+        printf("%s_%s_loss_pct %.1f\n", name, sz, loss < 0 ? 0 : loss);
+        printf("%s_%s_rx_segments %llu\n", name, sz, (unsigned long long)rep.segs);
+        rc = 0;
+    }
+    close(fds[0]);
+    close(pfd[0]);
+    reap(pid);
+    return rc;
+}
+
+/* ---- ping-pong ---------------------------------------------------------- */
+
+/* Child side: echo every datagram until the stop byte or end_ns. */
+static void pong_loop(int fd, uint64_t end_ns)
+{
+    char buf[PP_BUF];
+    for (unsigned spins = 0;; spins++) {
+        ssize_t r = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (r > 0) {
+            if ((unsigned char)buf[0] == PP_STOP)
+                return;
+            (void)send(fd, buf, (size_t)r, 0);
+            continue;
+        }
+        if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+            errno != ECONNREFUSED)
+            return;
+        if (spins % POLL_CLOCK_EVERY == 0 && now_ns() >= end_ns)
+            return;
+    }
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One round trip; its duration in ns, or 0 when the reply did not come. */
+static uint64_t ping_once(int fd, char *buf, size_t len, uint32_t seq)
+{
+    char in[PP_BUF];
+    buf[0] = 0;
+    memcpy(buf + 1, &seq, sizeof(seq));
+    uint64_t t0 = now_ns();
+    if (send(fd, buf, len, 0) != (ssize_t)len)
+        return 0;
+    for (;;) {
+        ssize_t r = recv(fd, in, sizeof(in), MSG_DONTWAIT);
+        uint64_t t1 = now_ns();
+        if (r == (ssize_t)len && memcmp(in + 1, &seq, sizeof(seq)) == 0)
+            return t1 - t0 ? t1 - t0 : 1;
+        /* anything else is a late reply to a ping already given up */
+        if (t1 - t0 > PING_TIMEOUT_NS)
+            return 0;
+    }
+}
+
+static int run_pingpong(const struct opts *o)
+{
+    size_t len = o->small_len < 5 ? 5 : o->small_len; /* stop/normal byte + sequence number */
+    int fds[2];
+    if (open_pair(o->addr, fds)) {
+        fprintf(stderr, "udpbench: sockets: %s\n", strerror(errno));
+        return -1;
+    }
+    uint64_t *samples = calloc((size_t)o->iters, sizeof(*samples));
+    char *buf = calloc(1, len);
+    if (!samples || !buf) {
+        free(samples);
+        free(buf);
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    uint64_t start = now_ns();
+    uint64_t end = start + (uint64_t)(o->seconds * 1e9);
+    pid_t pid = fork();
+    if (pid < 0) {
+        free(samples);
+        free(buf);
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        pong_loop(fds[1], end + (uint64_t)CHILD_GRACE_S * 1000000000ull);
+        _exit(0);
+    }
+    close(fds[1]);
+
+    uint32_t seq = 0;
+    int n = 0, lost = 0;
+    for (int i = 0; i < WARMUP_ROUNDS && now_ns() < end; i++)
+        (void)ping_once(fds[0], buf, len, ++seq);
+    while (n < o->iters && now_ns() < end) {
+        uint64_t rtt = ping_once(fds[0], buf, len, ++seq);
+        if (rtt)
+            samples[n++] = rtt;
+        else
+            lost++;
+    }
+    buf[0] = (char)PP_STOP;
+    (void)send(fds[0], buf, len, 0);
+
+    int rc = -1;
+    if (n > 0) {
+        qsort(samples, (size_t)n, sizeof(*samples), cmp_u64);
+        double med = (double)samples[n / 2] / 1e3;
+        printf("udp_pingpong_%zub_rtt_us %.2f\n", len, med);
+        printf("udp_pingpong_%zub_rtt_min_us %.2f\n", len, (double)samples[0] / 1e3);
+        printf("udp_pingpong_%zub_rtt_p99_us %.2f\n", len,
+               (double)samples[(size_t)n * 99 / 100] / 1e3);
+        printf("udp_half_rtt_us %.2f\n", med / 2);
+        printf("udp_pingpong_samples %d\n", n);
+        printf("udp_pingpong_lost %d\n", lost);
+        rc = 0;
+    } else {
+        fprintf(stderr, "udpbench: pingpong: no round trip completed\n");
+    }
+    close(fds[0]);
+    reap(pid);
+    free(samples);
+    free(buf);
+    return rc;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: srdma-udpbench [-m plain|gso|pingpong|all] [-t SECONDS] "
+                    "[-a 127.x.y.z] [-n ITERS] [-s BYTES] [-S SEGMENT] [-g SEGMENTS]\n");
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o = {
+        .mode = "all",
+        .seconds = 2,
+        .iters = 100000,
+        .small_len = 32,
+        .seg_len = 4096,
+        .gso_segs = 15,
+    };
+    inet_pton(AF_INET, "127.0.0.1", &o.addr);
+    int c;
+    while ((c = getopt(argc, argv, "m:t:a:n:s:S:g:h")) != -1) {
+        switch (c) {
+        case 'm':
+            o.mode = optarg;
+            break;
+        case 't':
+            o.seconds = atof(optarg);
+            break;
+        case 'a':
+            if (inet_pton(AF_INET, optarg, &o.addr) != 1 || (ntohl(o.addr.s_addr) >> 24) != 127) {
+                fprintf(stderr, "udpbench: -a takes an address in 127.0.0.0/8\n");
+                return 2;
+            }
+            break;
+        case 'n':
+            o.iters = atoi(optarg);
+            break;
+        case 's':
+            o.small_len = (size_t)atol(optarg);
+            break;
+        case 'S':
+            o.seg_len = (size_t)atol(optarg);
+            break;
+        case 'g':
+            o.gso_segs = atoi(optarg);
+            break;
+        default:
+            usage();
+            return 2;
+        }
+    }
+    if (o.seconds <= 0 || o.seconds > 60 || o.iters <= 0 || o.small_len > 1400 || o.seg_len < 64 ||
+        o.seg_len > 8192 || o.gso_segs < 1 || o.seg_len * (size_t)o.gso_segs > 65507) {
+        fprintf(stderr, "udpbench: out of range: -t 0..60, -s <= 1400, -S 64..8192, "
+                        "-S x -g <= 65507\n");
+        return 2;
+    }
+    bool all = strcmp(o.mode, "all") == 0;
+    if (!all && strcmp(o.mode, "plain") && strcmp(o.mode, "gso") && strcmp(o.mode, "pingpong")) {
+        usage();
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    int fails = 0;
+    if (all || !strcmp(o.mode, "plain"))
+        fails += run_goodput(&o, false) != 0;
+    if (all || !strcmp(o.mode, "gso"))
+        fails += run_goodput(&o, true) != 0;
+    if (all || !strcmp(o.mode, "pingpong"))
+        fails += run_pingpong(&o) != 0;
+    return fails ? 1 : 0;
+}
