@@ -8,12 +8,6 @@
  * are dropped. */
 #include "engine_int.h"
 
-static bool is_rd_atomic(enum sr_wr_opcode op)
-{
-    return op == SR_WR_RDMA_READ || op == SR_WR_ATOMIC_CMP_AND_SWP ||
-           op == SR_WR_ATOMIC_FETCH_AND_ADD;
-}
-
 uint64_t sr_qp_deadline(const struct sr_qp *qp)
 {
     if (qp->zombie)
@@ -66,7 +60,7 @@ static void wqe_done(struct sr_qp *qp, struct sr_swqe *w, enum sr_wc_status st)
 {
     w->status = (uint8_t)st;
     w->state = SWQE_DONE;
-    if (is_rd_atomic(w->wr.opcode) && qp->req.rd_atomic)
+    if (sr_wr_is_rd_atomic(w->wr.opcode) && qp->req.rd_atomic)
         qp->req.rd_atomic--;
 }
 
@@ -110,7 +104,7 @@ static bool ack_through(struct sr_qp *qp, uint32_t psn)
         if (sr_psn_lt(psn, w->first_psn))
             break;
         uint32_t end = sr_psn_add(w->first_psn, w->npkts);
-        if (is_rd_atomic(w->wr.opcode)) {
+        if (sr_wr_is_rd_atomic(w->wr.opcode)) {
             if (!qp->comp.read_retry || qp->comp.read_retry_psn != qp->comp.psn) {
                 qp->comp.read_retry = true;
                 qp->comp.read_retry_psn = qp->comp.psn;

@@ -212,6 +212,14 @@ struct sr_rwqe *sr_rq_peek(struct sr_rq *rq);
 void sr_rq_pop(struct sr_rq *rq);
 void sr_srq_check_limit(struct sr_srq *srq);
 struct sr_srq *sr_srq_lookup(struct sr_engine *e, uint32_t srqn);
+/* Work requests that take a responder read/atomic resource (an entry of
+ * max_rd_atomic on the requester, max_dest_rd_atomic on the responder). */
+static inline bool sr_wr_is_rd_atomic(enum sr_wr_opcode op)
+{
+    return op == SR_WR_RDMA_READ || op == SR_WR_ATOMIC_CMP_AND_SWP ||
+           op == SR_WR_ATOMIC_FETCH_AND_ADD;
+}
+
 /* RC, XRC_SEND and XRC_RECV: acknowledged, retransmitted transports. */
 static inline bool sr_qp_reliable(const struct sr_qp *qp)
 {

@@ -7,12 +7,6 @@
  * completer, or here for UC/UD, which are complete once sent). */
 #include "engine_int.h"
 
-static bool is_rd_atomic(enum sr_wr_opcode op)
-{
-    return op == SR_WR_RDMA_READ || op == SR_WR_ATOMIC_CMP_AND_SWP ||
-           op == SR_WR_ATOMIC_FETCH_AND_ADD;
-}
-
 static bool is_atomic(enum sr_wr_opcode op)
 {
     return op == SR_WR_ATOMIC_CMP_AND_SWP || op == SR_WR_ATOMIC_FETCH_AND_ADD;
@@ -75,11 +69,11 @@ static enum sr_wc_status check_local(struct sr_qp *qp, struct sr_swqe *w)
         return SR_WC_LOC_LEN_ERR;
     if (is_atomic(wr->opcode) && (wr->num_sge != 1 || wr->sg_list[0].length != 8))
         return SR_WC_LOC_LEN_ERR;
-    if (is_rd_atomic(wr->opcode) && qp->attr.max_rd_atomic == 0)
+    if (sr_wr_is_rd_atomic(wr->opcode) && qp->attr.max_rd_atomic == 0)
         return SR_WC_LOC_QP_OP_ERR;
     if (wr->send_flags & SR_SEND_INLINE)
         return SR_WC_SUCCESS;
-    uint32_t need = is_rd_atomic(wr->opcode) ? SR_ACCESS_LOCAL_WRITE : 0;
+    uint32_t need = sr_wr_is_rd_atomic(wr->opcode) ? SR_ACCESS_LOCAL_WRITE : 0;
     for (uint32_t i = 0; i < wr->num_sge; i++) {
         const struct sr_sge *s = &wr->sg_list[i];
         if (s->length && !sr_mr_check(e, qp->pd, s->lkey, s->addr, s->length, need))
@@ -264,7 +258,7 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
             /* IBA 10.8.3.3: a fenced WQE waits for earlier READs/atomics. */
             if ((w->wr.send_flags & SR_SEND_FENCE) && qp->req.rd_atomic)
                 break;
-            if (is_rd_atomic(w->wr.opcode) && qp->req.rd_atomic >= qp->attr.max_rd_atomic &&
+            if (sr_wr_is_rd_atomic(w->wr.opcode) && qp->req.rd_atomic >= qp->attr.max_rd_atomic &&
                 qp->attr.max_rd_atomic)
                 break;
             enum sr_wc_status st = check_local(qp, w);
@@ -285,7 +279,7 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
         if (qp->req.cur_psn == sr_psn_add(w->first_psn, w->npkts)) {
             if (w->state == SWQE_POSTED) {
                 w->state = SWQE_SENT;
-                if (is_rd_atomic(w->wr.opcode))
+                if (sr_wr_is_rd_atomic(w->wr.opcode))
                     qp->req.rd_atomic++;
             }
             if (!sr_qp_reliable(qp)) {
