@@ -268,13 +268,6 @@ static const struct row legit_rows[] = {
 static const struct row barrier_row = {"barrier", HX_T_PING, RC(WRITE_ONLY), 0, VA_ABS, 0, KEY_BAD,
                                        0,         0,         .exp = X_ACK};
 
-uint64_t hx_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 void hx_fail(struct att *a, const char *fmt, ...)
 {
     va_list ap;

@@ -140,7 +140,6 @@ struct att {
     uint8_t rx[MAX_DGRAM], payload[MAX_DGRAM], raw[MAX_DGRAM]; /* scratch */
 };
 
-uint64_t hx_now_ms(void);
 __attribute__((format(printf, 2, 3))) void hx_fail(struct att *a, const char *fmt, ...);
 /* false once the victim has exited (its status is then in a->status) */
 bool hx_victim_alive(struct att *a);

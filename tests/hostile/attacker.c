@@ -188,30 +188,6 @@ static void oob_send(struct att *a, int fd, const void *p, size_t len)
     }
 }
 
-static bool oob_recv(int fd, void *p, size_t len, uint64_t end)
-{
-    uint8_t *c = p;
-    while (len) {
-        uint64_t now = hx_now_ms();
-        if (now >= end)
-            return false;
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
-        int r = poll(&pf, 1, (int)(end - now));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return false;
-        ssize_t n = read(fd, c, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
-        c += n;
-        len -= (size_t)n;
-    }
-    return true;
-}
-
 static int wait_child(struct att *a, pid_t pid, uint64_t end)
 {
     if (a->reaped)
@@ -284,7 +260,8 @@ static unsigned scenario(const char *victim, int mode, uint32_t seed)
     oob_send(a, oob, &h, sizeof(h));
     long long kdrops = 0;
     struct hx_report rep = {0};
-    if (!oob_recv(oob, &a->info, sizeof(a->info), a->deadline_ms) || a->info.magic != HX_MAGIC) {
+    if (!hx_read_full(oob, &a->info, sizeof(a->info), a->deadline_ms) ||
+        a->info.magic != HX_MAGIC) {
         hx_fail(a, "the victim did not get ready");
         goto out;
     }
@@ -311,7 +288,7 @@ static unsigned scenario(const char *victim, int mode, uint32_t seed)
         printf("hx attacker: the victim's socket is not in /proc/net/udp: kernel drops unknown\n");
     a->done.magic = HX_MAGIC;
     oob_send(a, oob, &a->done, sizeof(a->done));
-    if (!oob_recv(oob, &rep, sizeof(rep), a->deadline_ms) || rep.magic != HX_MAGIC)
+    if (!hx_read_full(oob, &rep, sizeof(rep), a->deadline_ms) || rep.magic != HX_MAGIC)
         hx_fail(a, "no report from the victim");
 
 out:;

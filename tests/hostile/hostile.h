@@ -15,6 +15,8 @@
 #ifndef HOSTILE_H
 #define HOSTILE_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum {
@@ -159,5 +161,11 @@ enum {
     HX_SEED_UDBUF = 0x96,
     HX_SEED_LBUF = 0x69,
 };
+
+/* hx_io.c */
+uint64_t hx_now_ms(void); /* CLOCK_MONOTONIC */
+/* Read exactly len bytes from fd before hx_now_ms() reaches end_ms; false on
+ * timeout, EOF or error. */
+bool hx_read_full(int fd, void *p, size_t len, uint64_t end_ms);
 
 #endif

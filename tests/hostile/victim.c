@@ -80,13 +80,6 @@ __attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt,
     exit(1);
 }
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void nap_us(long us)
 {
     struct timespec ts = {0, us * 1000};
@@ -106,31 +99,6 @@ static void oob_send(int fd, const void *p, size_t len)
         b += n;
         len -= (size_t)n;
     }
-}
-
-static bool oob_recv(int fd, void *p, size_t len, int timeout_ms)
-{
-    uint8_t *b = p;
-    uint64_t end = now_ms() + (uint64_t)timeout_ms;
-    while (len) {
-        uint64_t now = now_ms();
-        if (now >= end)
-            return false;
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
-        int r = poll(&pf, 1, (int)(end - now));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return false;
-        ssize_t n = read(fd, b, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
-        b += n;
-        len -= (size_t)n;
-    }
-    return true;
 }
 
 /* ---- verbs helpers ---- */
@@ -251,8 +219,8 @@ static bool rc_op(struct ibv_qp *qp, struct ibv_cq *cq, enum ibv_wr_opcode op, v
         fail("legit: post_send opcode %d", op);
         return false;
     }
-    uint64_t end = now_ms() + COMPLETION_MS;
-    while (now_ms() < end) {
+    uint64_t end = hx_now_ms() + COMPLETION_MS;
+    while (hx_now_ms() < end) {
         struct ibv_wc wc;
         int n = ibv_poll_cq(cq, 1, &wc);
         if (n < 0)
@@ -273,7 +241,7 @@ static bool rc_op(struct ibv_qp *qp, struct ibv_cq *cq, enum ibv_wr_opcode op, v
 
 static bool wait_recv(struct ibv_cq *cq, struct ibv_wc *wc, uint64_t end, _Atomic bool *stop)
 {
-    while (now_ms() < end && !(stop && atomic_load(stop))) {
+    while (hx_now_ms() < end && !(stop && atomic_load(stop))) {
         int n = ibv_poll_cq(cq, 1, wc);
         if (n < 0)
             return false;
@@ -360,8 +328,8 @@ static void legit_connect(struct legit *l, uint32_t my_psn, const struct hx_legi
 static void *legit_victim_thread(void *arg)
 {
     struct legit *l = arg;
-    uint64_t end = now_ms() + LEGIT_MS;
-    for (uint32_t expect = 0; now_ms() < end; expect++) {
+    uint64_t end = hx_now_ms() + LEGIT_MS;
+    for (uint32_t expect = 0; hx_now_ms() < end; expect++) {
         struct ibv_wc wc;
         if (!wait_recv(l->rcq, &wc, end, &l->stop)) {
             fail("legit: no message %u", expect);
@@ -418,17 +386,17 @@ static int peer_main(int sp)
     struct hx_legit mine, theirs;
     legit_info(&l, 0x777777, &mine);
     oob_send(sp, &mine, sizeof(mine));
-    if (!oob_recv(sp, &theirs, sizeof(theirs), PEER_SETUP_MS))
+    if (!hx_read_full(sp, &theirs, sizeof(theirs), hx_now_ms() + PEER_SETUP_MS))
         die("no legit info from the victim");
     legit_connect(&l, mine.psn, &theirs);
     char go;
-    if (!oob_recv(sp, &go, 1, PEER_SETUP_MS))
+    if (!hx_read_full(sp, &go, 1, hx_now_ms() + PEER_SETUP_MS))
         die("no go from the victim");
 
-    uint64_t end = now_ms() + LEGIT_MS;
+    uint64_t end = hx_now_ms() + LEGIT_MS;
     uint32_t i = 0;
     bool last = false;
-    for (; !last && now_ms() < end; i++) {
+    for (; !last && hx_now_ms() < end; i++) {
         uint32_t slot = i % HX_LEGIT_SLOTS;
         uint8_t *src = l.mem + slot * HX_LEGIT_SLOT;
         uint8_t *back = l.mem + LEGIT_BACK_OFF + slot * HX_LEGIT_SLOT;
@@ -457,7 +425,7 @@ static int peer_main(int sp)
         if (!rc_op(l.qp, l.scq, IBV_WR_SEND, s, HX_LEGIT_MSG, l.mr->lkey, 0, 0))
             break;
         struct ibv_wc wc;
-        if (!wait_recv(l.rcq, &wc, now_ms() + COMPLETION_MS, NULL)) {
+        if (!wait_recv(l.rcq, &wc, hx_now_ms() + COMPLETION_MS, NULL)) {
             fail("legit: no echo %u", i);
             break;
         }
@@ -886,7 +854,7 @@ int main(int argc, char **argv)
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
     struct hx_hello h;
-    if (!oob_recv(oob, &h, sizeof(h), OOB_MS) || h.magic != HX_MAGIC)
+    if (!hx_read_full(oob, &h, sizeof(h), hx_now_ms() + OOB_MS) || h.magic != HX_MAGIC)
         die("no hello from the attacker");
 
     /* The peer first: verbs objects never cross a fork. */
@@ -940,7 +908,7 @@ int main(int argc, char **argv)
     legit_setup(&v.l, &v.d);
     struct hx_legit mine, theirs;
     legit_info(&v.l, 0x424242, &mine);
-    if (!oob_recv(sp[0], &theirs, sizeof(theirs), PEER_SETUP_MS))
+    if (!hx_read_full(sp[0], &theirs, sizeof(theirs), hx_now_ms() + PEER_SETUP_MS))
         die("no legit info from the peer");
     oob_send(sp[0], &mine, sizeof(mine));
     legit_connect(&v.l, mine.psn, &theirs);
@@ -949,7 +917,7 @@ int main(int argc, char **argv)
         die("pthread_create");
     oob_send(sp[0], "G", 1);
     char r;
-    if (!oob_recv(sp[0], &r, 1, PEER_SETUP_MS))
+    if (!hx_read_full(sp[0], &r, 1, hx_now_ms() + PEER_SETUP_MS))
         die("the legitimate pair did not complete its first iteration");
     info.legit_qpn = v.l.qp->qp_num;
     info.legit_rkey = v.l.mr->rkey;
@@ -966,14 +934,14 @@ int main(int argc, char **argv)
     if (!dn)
         die("calloc");
     unsigned revived = 0;
-    for (uint64_t end = now_ms() + OOB_MS; now_ms() < end;) {
+    for (uint64_t end = hx_now_ms() + OOB_MS; hx_now_ms() < end;) {
         struct pollfd pf = {.fd = oob, .events = POLLIN};
         if (poll(&pf, 1, 2) == 1)
             break;
         if (h.mode == HX_MODE_FUZZ)
             revived += revive(&v, &h, &info);
     }
-    if (!oob_recv(oob, dn, sizeof(*dn), OOB_MS) || dn->magic != HX_MAGIC)
+    if (!hx_read_full(oob, dn, sizeof(*dn), hx_now_ms() + OOB_MS) || dn->magic != HX_MAGIC)
         die("no done from the attacker");
     if (h.mode == HX_MODE_FUZZ) {
         revived += revive(&v, &h, &info);
@@ -985,13 +953,13 @@ int main(int argc, char **argv)
      * thread has checked everything it will get. */
     oob_send(sp[0], "S", 1);
     struct hx_peer_report pr = {0, 1};
-    if (!oob_recv(sp[0], &pr, sizeof(pr), PEER_SETUP_MS))
+    if (!hx_read_full(sp[0], &pr, sizeof(pr), hx_now_ms() + PEER_SETUP_MS))
         fail("no report from the peer");
     atomic_store(&v.l.stop, true);
     pthread_join(thr, NULL);
     int st = 0;
-    uint64_t end = now_ms() + PEER_SETUP_MS;
-    while (waitpid(peer, &st, WNOHANG) == 0 && now_ms() < end)
+    uint64_t end = hx_now_ms() + PEER_SETUP_MS;
+    while (waitpid(peer, &st, WNOHANG) == 0 && hx_now_ms() < end)
         nap_us(1000);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         fail("peer exited with status 0x%x", st);
