@@ -1,8 +1,27 @@
-/* crc_gen.c: build-time generator of the slice-by-8 CRC-32 tables used by
- * icrc.c (reflected IEEE 802.3 polynomial 0xEDB88320). Writes a C header to
- * the file named by argv[1]. */
+/* crc_gen.c: build-time generator of the constants icrc.c uses for CRC-32
+ * (IEEE 802.3 polynomial, reflected, 0xEDB88320): the slice-by-8 tables and
+ * the folding multipliers of the carry-less-multiply path. Writes a C header
+ * to the file named by argv[1]. */
 #include <stdint.h>
 #include <stdio.h>
+
+/* x^n mod P (P = x^32 + 0x04C11DB7, normal bit order) for the folding path,
+ * as a 64-bit lane in the reflected layout the folding code uses: the
+ * coefficient of x^d in bit 63 - d. */
+static uint64_t xpow_mod_reflected(unsigned n)
+{
+    uint64_t r = 1;
+    while (n--) {
+        r <<= 1;
+        if (r & (1ull << 32))
+            r ^= 0x104c11db7ull;
+    }
+    uint64_t out = 0;
+    for (int d = 0; d < 32; d++)
+        if (r & (1ull << d))
+            out |= 1ull << (63 - d);
+    return out;
+}
 
 int main(int argc, char **argv)
 {
@@ -36,5 +55,14 @@ int main(int argc, char **argv)
         fprintf(f, "    },\n");
     }
     fprintf(f, "};\n");
+    /* Folding a 128-bit block forward by D bits: its first 64 bits (degrees
+     * 127..64) are multiplied by x^(64+D-1) mod P, its last 64 by x^(D-1)
+     * mod P; the -1 makes up for the carry-less product of two reflected
+     * 64-bit operands landing one bit short of the 128-bit layout. */
+    static const unsigned dist[] = {512, 128};
+    for (int i = 0; i < 2; i++)
+        fprintf(f, "static const uint64_t crc_fold%u[2] = {0x%016llxull, 0x%016llxull};\n", dist[i],
+                (unsigned long long)xpow_mod_reflected(64 + dist[i] - 1),
+                (unsigned long long)xpow_mod_reflected(dist[i] - 1));
     return fclose(f) ? 1 : 0;
 }
