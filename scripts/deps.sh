@@ -7,7 +7,7 @@ pkgs=(
   build-essential cmake clang libclang-rt-14-dev python3  # build, sanitizers, libFuzzer
   tshark                                                  # RoCEv2 dissection in tests
   libibverbs-dev ibverbs-utils perftest                   # verbs ABI header, conformance clients
-  iproute2                                                # network namespaces for two-host tests
+  iproute2 ethtool                                        # network namespaces, veth offloads for two-host tests
 )
 
 missing=()

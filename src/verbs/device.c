@@ -68,6 +68,8 @@ static void parse_config(struct sv_config *c)
     }
     const char *st = getenv("SOFTRDMA_STATS");
     c->stats = st && *st && strcmp(st, "0") != 0;
+    const char *g = getenv("SOFTRDMA_GSO");
+    c->no_gso = g && strcmp(g, "0") == 0;
     const char *m = getenv("SOFTRDMA_MTU");
     if (m && *m) {
         unsigned long v = strtoul(m, NULL, 10);
@@ -117,6 +119,7 @@ int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_n
             memcpy(cfg.udp.addr, dev->cfg.addr, 16);
         cfg.udp.auto_seed = (uint32_t)getpid();
         cfg.udp.fault = dev->cfg.fault;
+        cfg.udp.no_gso = dev->cfg.no_gso;
         cfg.engine.ops.cq_event = sv_engine_cq_event;
         cfg.engine.ops.async_event = sv_engine_async_event;
         cfg.engine.ops_ctx = dev;
@@ -152,7 +155,8 @@ static void print_stats(struct sv_device *dev)
             "fault_dup=%llu fault_reordered=%llu fault_corrupted=%llu fault_delayed=%llu "
             "malformed=%llu short_drops=%llu long_drops=%llu no_qp=%llu bad_peer=%llu "
             "qkey_drops=%llu other_drops=%llu seq_naks_sent=%llu rnr_naks_sent=%llu "
-            "err_naks_sent=%llu err_naks_rcvd=%llu udp_rx_pkts=%llu udp_tx_drops=%llu\n",
+            "err_naks_sent=%llu err_naks_rcvd=%llu udp_rx_pkts=%llu udp_tx_drops=%llu "
+            "udp_tx_pkts=%llu gso_sends=%llu gro_batches=%llu\n",
             (unsigned long long)e.tx_pkts, (unsigned long long)e.rx_pkts,
             (unsigned long long)e.retransmits, (unsigned long long)e.timeouts,
             (unsigned long long)e.seq_naks_rcvd, (unsigned long long)e.rnr_naks_rcvd,
@@ -165,7 +169,9 @@ static void print_stats(struct sv_device *dev)
             (unsigned long long)e.rx_drop_qkey, (unsigned long long)e.rx_drop_other,
             (unsigned long long)e.seq_naks_sent, (unsigned long long)e.rnr_naks_sent,
             (unsigned long long)e.err_naks_sent, (unsigned long long)e.err_naks_rcvd,
-            (unsigned long long)u.rx_pkts, (unsigned long long)u.tx_drops);
+            (unsigned long long)u.rx_pkts, (unsigned long long)u.tx_drops,
+            (unsigned long long)u.tx_pkts, (unsigned long long)u.tx_gso_sends,
+            (unsigned long long)u.rx_gro_bufs);
 }
 
 void sv_device_nic_put(struct sv_device *dev)

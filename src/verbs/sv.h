@@ -21,6 +21,7 @@ struct sv_config {
     uint32_t mtu;              /* SOFTRDMA_MTU: active MTU in bytes */
     struct sr_fault_cfg fault; /* SOFTRDMA_FAULT */
     bool stats;                /* SOFTRDMA_STATS: counters on stderr at close */
+    bool no_gso;               /* SOFTRDMA_GSO=0: one send per datagram */
 };
 
 /* The device: one per process (the verbs API's device list is process

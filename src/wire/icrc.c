@@ -98,6 +98,42 @@ uint32_t sr_crc32(uint32_t crc, const void *data, size_t len)
     return ~crc32_raw(~crc, data, len);
 }
 
+/* Product of two residues mod P in the CRC register's layout (bit 31 holds
+ * x^0, bit 0 x^31). */
+static uint32_t gf_mul(uint32_t a, uint32_t b)
+{
+    uint32_t p = 0;
+    for (uint32_t m = 1u << 31; m; m >>= 1) {
+        if (a & m)
+            p ^= b;
+        b = (b >> 1) ^ (0xedb88320u & (0u - (b & 1u))); /* b *= x */
+    }
+    return p;
+}
+
+/* x^(8n) mod P: what n zero bytes do to the register. */
+static uint32_t gf_xpow8(size_t n)
+{
+    uint32_t r = 1u << 31, base = 1u << 23; /* x^0, x^8 */
+    for (; n; n >>= 1) {
+        if (n & 1)
+            r = gf_mul(r, base);
+        base = gf_mul(base, base);
+    }
+    return r;
+}
+
+uint32_t sr_icrc_ipv4_id_term(size_t ip_len, uint16_t id)
+{
+    /* The CRC is linear: flipping bits of the identification (IP header
+     * bytes 4-5) changes the ICRC by the register those two bytes leave
+     * from zero, carried through the covered bytes after them. */
+    if (ip_len < SR_IPV4_HDR_LEN + SR_UDP_HDR_LEN + SR_BTH_LEN + SR_ICRC_LEN)
+        return 0;
+    uint8_t be[2] = {(uint8_t)(id >> 8), (uint8_t)id};
+    return gf_mul(crc32_table(0, be, 2), gf_xpow8(ip_len - 6 - SR_ICRC_LEN));
+}
+
 /* Length of the IP + UDP headers in front of the BTH, after checking that
  * this is RoCEv2 encapsulation we can mask: IPv4 without options or IPv6
  * without extension headers, UDP. */

@@ -278,6 +278,13 @@ int sr_icrc_begin(struct sr_icrc_ctx *c, const uint8_t *ip, size_t hdr_len);
 void sr_icrc_update(struct sr_icrc_ctx *c, const void *data, size_t len);
 uint32_t sr_icrc_final(const struct sr_icrc_ctx *c);
 
+/* The ICRC of an IPv4 packet of ip_len bytes (IPv4 total length, ICRC
+ * included) with identification id equals the ICRC with identification 0
+ * xor this term. A UDP socket does not see the identification, and Linux
+ * numbers the segments of a GSO send 0, 1, 2, ...: receivers use this to
+ * accept them without recomputing the CRC per candidate. */
+uint32_t sr_icrc_ipv4_id_term(size_t ip_len, uint16_t id);
+
 /* Plain CRC-32 (IEEE, reflected, as zlib's crc32): crc = sr_crc32(0, p, n). */
 uint32_t sr_crc32(uint32_t crc, const void *data, size_t len);
 

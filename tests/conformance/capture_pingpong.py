@@ -26,6 +26,10 @@ those packets it asserts:
   - the ICRC of every packet is right, recomputed here from the captured IP
     header with zlib.crc32 per IBTA Annex A17 (independent of src/wire), and
     equals tshark's infiniband.invariant.crc.
+Both sides run with SOFTRDMA_GSO=0: a capture on lo sees a GSO train as the
+one large datagram the kernel passes to the receiving socket, never cut into
+packets. The trains' segments, as a link carries them, are checked in
+netns_pingpong.sh (veth with segmentation offload off, pcap_icrc.py).
 """
 import os
 import re
@@ -187,6 +191,7 @@ def run_capture(libdir, port, pcap, ts_log):
 
         env = dict(os.environ, LD_LIBRARY_PATH=libdir)
         env.pop("SOFTRDMA_ADDR", None)  # the default: auto-claimed 127.x.y.z
+        env["SOFTRDMA_GSO"] = "0"       # one datagram per packet on lo (see above)
         cmd = ["timeout", str(PP_TIMEOUT), "ibv_rc_pingpong", "-p", str(port)] + PP_ARGS
         srv = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)

@@ -17,10 +17,17 @@
 # result, 0.0.0.0 (IPv4 only), so a client connecting to fd00:231::1 gets
 # "Couldn't connect". The GIDs the pair exchanges over that TCP connection
 # are the IPv6 ones, so RDMA traffic is IPv6 (checked below).
+# Both veth ends have UDP segmentation offload off (ethtool -K ...
+# tx-udp-segmentation off), so the kernel cuts softrdma's GSO trains into
+# datagrams before the link, as a NIC without USO would: the link carries
+# (and tshark, on B's end, captures) the packets a wire would.
 # Checks per case: both sides exit 0 and print "iters in"; each side's local
 # and remote GIDs are the expected addresses; the veth ends carried at least
 # the data packets each way (100 x ceil(size/1024) at the default path MTU
-# 1024). Exit 77 (SKIP) when namespaces cannot be created.
+# 1024); every captured packet's ICRC is right for the IP header it carries
+# (pcap_icrc.py, zlib), and over IPv4 some carry the non-zero
+# identifications (< 64) of GSO segments. Exit 77 (SKIP) when namespaces
+# cannot be created.
 set -u
 libdir=$1
 SKIP=77
@@ -30,7 +37,7 @@ pp_timeout=40
 if [ "$(id -u)" -ne 0 ]; then
   echo "SKIP: not root, cannot create network namespaces"; exit $SKIP
 fi
-for t in ip ss ibv_rc_pingpong timeout; do
+for t in ip ss ibv_rc_pingpong timeout ethtool tshark python3; do
   command -v $t >/dev/null || { echo "SKIP: $t not found"; exit $SKIP; }
 done
 
@@ -70,6 +77,11 @@ if ! { ip link add name "$va" netns "$nsa" type veth peer name "$vb" netns "$nsb
   exit $SKIP
 fi
 echo "namespaces $nsa ($va 10.231.0.1, fd00:231::1) <-> $nsb ($vb 10.231.0.2, fd00:231::2)"
+if ! { ip netns exec "$nsa" ethtool -K "$va" tx-udp-segmentation off &&
+       ip netns exec "$nsb" ethtool -K "$vb" tx-udp-segmentation off; } 2>"$out/err"; then
+  echo "FAIL: cannot turn UDP segmentation offload off on the veth: $(cat "$out/err")"; exit 1
+fi
+here=$(cd "$(dirname "$0")" && pwd)
 
 # the veth must be up (carrier) before traffic; at most 5 s
 for _ in $(seq 50); do
@@ -100,6 +112,15 @@ run_case() {
   txa0=$(ifstat "$nsa" "$va" tx_packets) txb0=$(ifstat "$nsb" "$vb" tx_packets)
   ua0=$(udpout "$nsa" $fam) ub0=$(udpout "$nsb" $fam)
   oa0=$(udpout "$nsa" $other) ob0=$(udpout "$nsb" $other)
+  # capture on B's end of the link (classic pcap for pcap_icrc.py)
+  rm -f "$out/cap.pcap"
+  ip netns exec "$nsb" tshark -n -i "$vb" -f "udp port 4791" -B 64 -F pcap -w "$out/cap.pcap" \
+    -a duration:$((pp_timeout + 20)) >"$out/tshark" 2>&1 &
+  cap=$!
+  for _ in $(seq 100); do
+    grep -q "Capturing on" "$out/tshark" && [ -s "$out/cap.pcap" ] && break
+    sleep 0.1
+  done
   ip netns exec "$nsa" env LD_LIBRARY_PATH="$libdir" SOFTRDMA_ADDR="$addr_a" \
     timeout $pp_timeout ibv_rc_pingpong -p $port "${args[@]}" >"$out/srv" 2>&1 &
   srv=$!
@@ -115,6 +136,9 @@ run_case() {
   src=$?
   srv=
   txa1=$(ifstat "$nsa" "$va" tx_packets) txb1=$(ifstat "$nsb" "$vb" tx_packets)
+  sleep 0.5
+  kill -INT $cap 2>/dev/null
+  wait $cap
   ua1=$(udpout "$nsa" $fam) ub1=$(udpout "$nsb" $fam)
   oa1=$(udpout "$nsa" $other) ob1=$(udpout "$nsb" $other)
   echo "=== $name: server in $nsa SOFTRDMA_ADDR=$addr_a, client in $nsb SOFTRDMA_ADDR=$addr_b, ${args[*]}"
@@ -132,6 +156,13 @@ run_case() {
     '[ $((txa1 - txa0)) -ge $want ] && [ $((txb1 - txb0)) -ge $want ]'
   check "UDP over IPv$fam: $nsa sent $((ua1 - ua0)) datagrams, $nsb $((ub1 - ub0)); none over IPv$other" \
     '[ $((ua1 - ua0)) -gt 0 ] && [ $((ub1 - ub0)) -gt 0 ] && [ $((oa1 - oa0)) -eq 0 ] && [ $((ob1 - ob0)) -eq 0 ]'
+  local gso_ids=()
+  [ $fam = 4 ] && gso_ids=(--want-gso-ids)
+  python3 "$here/pcap_icrc.py" "$out/cap.pcap" $((2 * want)) "${gso_ids[@]}" >"$out/icrc" 2>&1
+  local icrc_rc=$?
+  cat "$out/icrc"
+  check "captured packets carry the right ICRC for their headers${gso_ids:+ (GSO segments)}" \
+    '[ $icrc_rc -eq 0 ]'
   [ $ok -eq 1 ] || fails=$((fails + 1))
 }
 

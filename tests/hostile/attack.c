@@ -48,13 +48,17 @@ static const struct row good_rows[] = {
      .exp = X_ATOMIC, .add = 5, .fx = FX_REPLAY | FX_DUP, .slot = 1},
     {"read_duplicate_reexecuted", HX_T_GOOD, RC(READ_REQ), 0, VA_REGION, 0x1200, KEY_A, 256,
      .exp = X_READ, .fx = FX_REPLAY | FX_DUP, .slot = 0},
-    /* Annex A17.3.3: the ICRC covers IP (DF, ID 0), UDP ports and the packet */
+    /* Annex A17.3.3: the ICRC covers IP (DF, identification), UDP ports and
+     * the packet ... */
     {"write_icrc_flipped", HX_T_GOOD, RC(WRITE_ONLY), 0, VA_REGION, 0x900, KEY_A, 32, 32,
      MU_ICRC_FLIP, .exp = X_ICRC, .seed = 0x14},
     {"write_payload_flipped", HX_T_GOOD, RC(WRITE_ONLY), 0, VA_REGION, 0x900, KEY_A, 32, 32,
      MU_BODY_FLIP, .exp = X_ICRC, .seed = 0x14},
-    {"write_icrc_over_ip_id_1", HX_T_GOOD, RC(WRITE_ONLY), 0, VA_REGION, 0x900, KEY_A, 32, 32,
+    {"write_icrc_over_ip_id_64", HX_T_GOOD, RC(WRITE_ONLY), 0, VA_REGION, 0x900, KEY_A, 32, 32,
      MU_IPID, .exp = X_ICRC, .seed = 0x14},
+    /* ... where identifications 0..63 are those of a GSO train's segments */
+    {"write_icrc_over_ip_id_63", HX_T_GOOD, RC(WRITE_ONLY), 0, VA_REGION, 0x9c0, KEY_A, 32, 32,
+     MU_IPID_GSO, .exp = X_ACK, .seed = 0x16},
     {"write_icrc_for_other_dst", HX_T_GOOD, RC(WRITE_ONLY), 0, VA_REGION, 0x900, KEY_A, 32, 32,
      MU_WRONG_DST, .exp = X_ICRC, .seed = 0x14},
     {"write_icrc_for_other_sport", HX_T_GOOD, RC(WRITE_ONLY), 0, VA_REGION, 0x900, KEY_A, 32, 32,
@@ -551,7 +555,9 @@ static int build_row(struct att *a, const struct row *r, struct built *b)
     b->via = m & MU_FROM_B ? &a->b : &a->a;
     struct sr_forge_l3 l3 = sr_forge_l3_to(b->via, a->info.gid);
     if (m & MU_IPID)
-        l3.ip_id = 1;
+        l3.ip_id = 64;
+    if (m & MU_IPID_GSO)
+        l3.ip_id = 63;
     if (m & MU_WRONG_DST)
         l3.dst_gid = a->a.gid;
     if (m & MU_SPORT)

@@ -58,7 +58,7 @@ enum {
     MU_TRUNC = 1 << 1,     /* cut to .arg bytes (ICRC included) */
     MU_ICRC_FLIP = 1 << 2, /* last ICRC byte flipped */
     MU_BODY_FLIP = 1 << 3, /* a payload bit flipped after the ICRC */
-    MU_IPID = 1 << 4,      /* ICRC over an IPv4 header with identification 1 */
+    MU_IPID = 1 << 4,      /* ICRC over IPv4 identification 64 (outside a GSO train's) */
     MU_WRONG_DST = 1 << 5, /* ICRC for another destination address */
     MU_SPORT = 1 << 6,     /* ICRC for another UDP source port */
     MU_SPOOF = 1 << 7,     /* ICRC claims the first address, sent from the second */
@@ -68,6 +68,7 @@ enum {
     MU_EXTRA = 1 << 11,    /* .arg payload bytes on an opcode without payload */
     MU_ACKREQ = 1 << 12,   /* AckReq on a response */
     MU_QKEY = 1 << 13,     /* wrong Q_Key */
+    MU_IPID_GSO = 1 << 14, /* ICRC over IPv4 identification 63 (a GSO train's last) */
 };
 
 /* Side effects on the victim's counters and on our model. */

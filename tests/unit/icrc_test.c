@@ -231,6 +231,41 @@ static void test_build_v6(void)
     SR_CHECK(got[48 - 2] != 0 || got[48 - 1] != 0);
 }
 
+/* The identification term: scapy's packet (identification 1144) against
+ * the same packet with identification 0, and a 4 KiB packet for every
+ * identification a GSO train uses and a few others, each against a full
+ * recomputation. */
+static void test_ipv4_id_term(void)
+{
+    uint8_t pkt[256];
+    size_t len = unhex(uc_scapy, pkt, sizeof(pkt));
+    sr_test_ctx = "id term scapy";
+    SR_CHECK_EQ(sr_get_be16(pkt + 4), 1144);
+    pkt[4] = pkt[5] = 0;
+    uint32_t icrc0 = 0;
+    SR_CHECK_EQ(sr_icrc_compute(pkt, len, &icrc0), 0);
+    SR_CHECK(icrc0 != 0xf353f378u);
+    SR_CHECK_EQ(icrc0 ^ sr_icrc_ipv4_id_term(len, 1144), 0xf353f378u);
+
+    sr_test_ctx = "id term 4k";
+    static uint8_t big[28 + 12 + 16 + 4096 + 4];
+    struct sr_l3_addr a = {.src = {127, 0, 0, 2}, .dst = {127, 0, 0, 3}, .src_port = 4791};
+    size_t blen = sizeof(big);
+    SR_CHECK_EQ(sr_l3_encode(&a, blen - 28, big, blen), 28);
+    for (size_t i = 28; i < blen; i++)
+        big[i] = (uint8_t)(i * 31 + 7);
+    SR_CHECK_EQ(sr_icrc_compute(big, blen, &icrc0), 0);
+    static const uint16_t extra[] = {64, 255, 4096, 0xffff};
+    for (unsigned k = 0; k < 64 + 4; k++) {
+        uint16_t id = k < 64 ? (uint16_t)k : extra[k - 64];
+        sr_put_be16(big + 4, id);
+        uint32_t want = 0;
+        SR_CHECK_EQ(sr_icrc_compute(big, blen, &want), 0);
+        SR_CHECK_EQ(icrc0 ^ sr_icrc_ipv4_id_term(blen, id), want);
+    }
+    SR_CHECK_EQ(sr_icrc_ipv4_id_term(blen, 0), 0);
+}
+
 static void test_l3_errors(void)
 {
     uint8_t pkt[128];
@@ -262,6 +297,7 @@ int main(void)
     SR_RUN(test_vectors);
     SR_RUN(test_build_scapy_uc);
     SR_RUN(test_build_v6);
+    SR_RUN(test_ipv4_id_term);
     SR_RUN(test_l3_errors);
     return SR_TEST_RESULT();
 }

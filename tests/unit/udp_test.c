@@ -676,6 +676,152 @@ out:
     sr_udp_close(b);
 }
 
+/* Queue p from device u (sr_udp_queue: batched, GSO when it can). */
+static int dev_queue(struct sr_udp *u, const struct sr_pkt *p, const uint8_t *dgid)
+{
+    uint8_t hdr[SR_MAX_HDR_LEN];
+    int hl = sr_wire_encode_hdr(p, hdr, sizeof(hdr));
+    if (hl < 0)
+        return hl;
+    struct sr_iov iov = {.base = p->payload, .len = p->payload_len};
+    struct sr_tx_pkt t = {
+        .hdr = hdr,
+        .hdr_len = (uint32_t)hl,
+        .iov = &iov,
+        .iov_cnt = p->payload_len ? 1 : 0,
+        .payload_len = p->payload_len,
+        .pad_len = sr_wire_pad_len(p->payload_len),
+        .dgid = dgid,
+    };
+    return sr_udp_queue(u, &t);
+}
+
+/* GSO trains: same-size packets to one peer leave as one send (a shorter
+ * one may end the train, another peer starts a new one); a GRO receiver
+ * gets the train as one batch, a receiver without GRO gets the segments
+ * one by one with identifications 1, 2, ... and still accepts them; every
+ * byte arrives, in order. With no_gso every packet is its own send. */
+static void test_gso_trains(void)
+{
+    struct sr_udp *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+    struct rx_log *lb = calloc(1, sizeof(*lb)), *lc = calloc(1, sizeof(*lc));
+    struct rx_log *lb2 = calloc(1, sizeof(*lb2));
+    struct sr_udp_cfg ca = {.auto_seed = base_seed + 400};
+    struct sr_udp_cfg cc = {.auto_seed = base_seed + 432, .no_gro = true};
+    struct sr_udp_cfg cd = {.auto_seed = base_seed + 448, .no_gso = true};
+    SR_CHECK_EQ(sr_udp_open(&ca, &a), 0);
+    SR_CHECK_EQ(dev_open_auto(base_seed + 416, &b), 0);
+    SR_CHECK_EQ(sr_udp_open(&cc, &c), 0);
+    SR_CHECK_EQ(sr_udp_open(&cd, &d), 0);
+    if (!a || !b || !c || !d || !lb || !lc || !lb2)
+        goto out;
+    const uint8_t *gb = sr_udp_addr(b), *gc = sr_udp_addr(c);
+    struct sr_pkt p;
+    /* to b: 15 full 4 KiB SEND MIDDLEs and a 100-byte SEND LAST (train 1) */
+    for (uint32_t i = 0; i < 16; i++) {
+        make_pkt(&p, SR_OP_RC | (i < 15 ? SR_OP_SEND_MIDDLE : SR_OP_SEND_LAST), 100 + i,
+                 pattern + i, i < 15 ? 4096 : 100);
+        SR_CHECK_EQ(dev_queue(a, &p, gb), 0);
+    }
+    for (uint32_t i = 0; i < 3; i++) { /* to c: train 2 */
+        make_pkt(&p, SR_OP_RC | SR_OP_SEND_MIDDLE, 200 + i, pattern + 20 + i, 1024);
+        SR_CHECK_EQ(dev_queue(a, &p, gc), 0);
+    }
+    for (uint32_t i = 0; i < 2; i++) { /* to b again: train 3 */
+        make_pkt(&p, SR_OP_RC | SR_OP_SEND_MIDDLE, 300 + i, pattern + 30 + i, 512);
+        SR_CHECK_EQ(dev_queue(a, &p, gb), 0);
+    }
+    SR_CHECK_EQ(sr_udp_flush(a), 0);
+    struct sr_udp_stats s;
+    sr_udp_stats(a, &s);
+    SR_CHECK_EQ(s.tx_pkts, 21);
+    SR_CHECK_EQ(s.tx_gso_sends, 3);
+    SR_CHECK_EQ(s.tx_drops, 0);
+
+    SR_CHECK_EQ(rx_wait(b, lb, 2, 64, NULL), 2); /* one GRO batch each */
+    SR_CHECK_EQ(lb->n, 18);
+    for (int i = 0; i < 16 && i < lb->n; i++) {
+        size_t plen = i < 15 ? 4096 : 100;
+        SR_CHECK_EQ(lb->pkt[i].len, SR_BTH_LEN + plen + sr_wire_pad_len((uint32_t)plen) + 4);
+        SR_CHECK_EQ(sr_get_be24(lb->pkt[i].data + 9), 100u + (uint32_t)i);
+        SR_CHECK_MEM(lb->pkt[i].data + SR_BTH_LEN, pattern + i, plen);
+    }
+    sr_udp_stats(b, &s);
+    SR_CHECK_EQ(s.rx_pkts, 18);
+    SR_CHECK_EQ(s.rx_icrc_drops, 0);
+    SR_CHECK_EQ(s.rx_gro_bufs, 2);
+
+    SR_CHECK_EQ(rx_wait(c, lc, 3, 64, NULL), 3); /* the kernel cut the train */
+    SR_CHECK_EQ(lc->n, 3);
+    for (int i = 0; i < 3 && i < lc->n; i++)
+        SR_CHECK_MEM(lc->pkt[i].data + SR_BTH_LEN, pattern + 20 + i, 1024);
+    sr_udp_stats(c, &s);
+    SR_CHECK_EQ(s.rx_pkts, 3);
+    SR_CHECK_EQ(s.rx_icrc_drops, 0);
+    SR_CHECK_EQ(s.rx_gro_bufs, 0);
+
+    /* no_gso: five packets, five sends */
+    for (uint32_t i = 0; i < 5; i++) {
+        make_pkt(&p, SR_OP_RC | SR_OP_SEND_MIDDLE, 400 + i, pattern + i, 2048);
+        SR_CHECK_EQ(dev_queue(d, &p, gb), 0);
+    }
+    SR_CHECK_EQ(sr_udp_flush(d), 0);
+    sr_udp_stats(d, &s);
+    SR_CHECK_EQ(s.tx_pkts, 5);
+    SR_CHECK_EQ(s.tx_gso_sends, 0);
+    SR_CHECK_EQ(rx_wait(b, lb2, 5, 64, NULL), 5);
+    SR_CHECK_EQ(lb2->n, 5);
+out:
+    free(lb);
+    free(lb2);
+    free(lc);
+    sr_udp_close(a);
+    sr_udp_close(b);
+    sr_udp_close(c);
+    sr_udp_close(d);
+}
+
+/* Which IPv4 identifications a receiver accepts: those of a GSO train
+ * (0..63), not others. Forged with a plain socket (whose datagrams really
+ * carry identification 0): the ICRC is what decides. */
+static void test_ipv4_id_window(void)
+{
+    struct sr_udp *d = NULL;
+    struct rx_log *log = calloc(1, sizeof(*log));
+    uint8_t pg[16], buf[PKT_MAX + 64];
+    uint16_t pport = 0;
+    SR_CHECK_EQ(dev_open_auto(base_seed + 464, &d), 0);
+    int fd = plain_open_v4(base_seed + 480, 0, pg, &pport);
+    SR_CHECK(fd >= 0);
+    if (!d || fd < 0 || !log)
+        goto out;
+    const uint8_t *dg = sr_udp_addr(d);
+    static const uint16_t ids[] = {0, 1, 63, 64, 1000};
+    for (unsigned i = 0; i < 5; i++) {
+        struct sr_pkt p;
+        make_pkt(&p, SR_OP_RC | SR_OP_SEND_ONLY, 7 + i, pattern, 300);
+        size_t len = 0;
+        int hl = full_pkt(&p, pg, pport, dg, SR_ROCE_UDP_PORT, buf, sizeof(buf), &len);
+        SR_CHECK(hl > 0);
+        sr_put_be16(buf + 4, ids[i]);
+        SR_CHECK_EQ(sr_icrc_fill(buf, len), 0);
+        SR_CHECK_EQ(plain_send(fd, dg, SR_ROCE_UDP_PORT, buf + hl, len - (size_t)hl),
+                    (ssize_t)(len - (size_t)hl));
+    }
+    SR_CHECK_EQ(rx_wait(d, log, 5, 64, NULL), 5);
+    SR_CHECK_EQ(log->n, 3);
+    for (int i = 0; i < 3 && i < log->n; i++)
+        SR_CHECK_EQ(sr_get_be24(log->pkt[i].data + 9), 7u + (uint32_t)i);
+    struct sr_udp_stats s;
+    sr_udp_stats(d, &s);
+    SR_CHECK_EQ(s.rx_icrc_drops, 2);
+out:
+    if (fd >= 0)
+        close(fd);
+    free(log);
+    sr_udp_close(d);
+}
+
 /* IPv6 on ::1: self-talk, and interoperability both ways with the wire
  * codec's IPv6 full-packet path. Skipped when ::1 is unavailable. */
 static void test_ipv6(void)
@@ -895,6 +1041,8 @@ int main(void)
     SR_RUN(test_addr_taken);
     SR_RUN(test_send_errors);
     SR_RUN(test_burst);
+    SR_RUN(test_gso_trains);
+    SR_RUN(test_ipv4_id_window);
     SR_RUN(test_ipv6);
     SR_RUN(test_fault_parse);
     SR_RUN(test_faults);

@@ -47,6 +47,8 @@ void sr_forge_close(struct sr_forge *f);
  * slot. len must be at least BTH + ICRC. */
 int sr_forge_icrc(const struct sr_forge_l3 *l3, const uint8_t *tp, size_t len, uint32_t *icrc);
 int sr_forge_icrc_fill(const struct sr_forge_l3 *l3, uint8_t *tp, size_t len);
+/* Does tp carry the ICRC it would have with l3 and an IPv4 identification
+ * of 0..63 (a segment of a GSO train; a UDP socket does not see which)? */
 bool sr_forge_icrc_ok(const struct sr_forge_l3 *l3, const uint8_t *tp, size_t len);
 
 /* Encode pkt (sr_wire_encode) into out and fill the ICRC the receiver at

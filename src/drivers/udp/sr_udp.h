@@ -54,6 +54,8 @@ struct sr_udp_cfg {
     uint32_t auto_seed;        /* auto-claim starts at 127.0.0.0 + (seed mod 2^24), e.g. the pid */
     uint32_t sndbuf, rcvbuf;   /* socket buffer bytes to request; 0 = 8 MiB */
     struct sr_fault_cfg fault; /* injected faults on receive (off unless fault.on) */
+    bool no_gso;               /* no UDP GSO on send (SOFTRDMA_GSO=0) */
+    bool no_gro;               /* no UDP GRO on receive (tests) */
 };
 
 /* Open and bind the device's socket. *out is set only on success. */
@@ -68,7 +70,8 @@ uint16_t sr_udp_port(const struct sr_udp *u);
 /* The non-blocking socket, for epoll (EPOLLIN means sr_udp_recv has work). */
 int sr_udp_fd(const struct sr_udp *u);
 
-/* Send one transport packet to t->dgid, UDP port 4791, with one sendmsg:
+/* Send one transport packet to t->dgid, UDP port 4791, with one sendmsg
+ * (never GSO):
  * t->hdr, the t->iov pieces straight from their memory (never copied),
  * t->pad_len zero bytes, then the 4-byte ICRC computed here. t->src_port is
  * not used: the UDP source port is the socket's bound port.
@@ -97,17 +100,21 @@ int sr_udp_recv(struct sr_udp *u, sr_udp_rx_fn cb, void *arg, int max);
 /* Batched sending: sr_udp_queue prepares a packet like sr_udp_send (payload
  * still read from the caller's memory, which must stay unchanged until the
  * flush) and sr_udp_flush sends everything queued with sendmmsg. A full
- * queue (SR_UDP_BATCH) flushes by itself. */
+ * queue (SR_UDP_BATCH) flushes by itself. Consecutive packets of one size
+ * to one peer (the last may be shorter) leave as one UDP GSO send unless
+ * cfg.no_gso. */
 int sr_udp_queue(struct sr_udp *u, const struct sr_tx_pkt *t);
 int sr_udp_flush(struct sr_udp *u);
 
 struct sr_udp_stats {
     uint64_t tx_pkts, tx_bytes; /* datagrams sent, UDP payload bytes (ICRC included) */
-    uint64_t tx_drops;          /* sr_udp_send calls that did not send */
+    uint64_t tx_drops;          /* packets queued or given to sr_udp_send but not sent */
+    uint64_t tx_gso_sends;      /* GSO sends (each of two or more datagrams) */
     uint64_t rx_pkts, rx_bytes; /* datagrams handed to the callback, their bytes */
     uint64_t rx_icrc_drops;     /* ICRC mismatch */
     uint64_t rx_short_drops;    /* shorter than BTH + ICRC */
     uint64_t rx_long_drops;     /* larger than a receive buffer (truncated by the kernel) */
+    uint64_t rx_gro_bufs;       /* receives that held a GRO batch of two or more */
     /* injected faults (SOFTRDMA_FAULT) */
     uint64_t fault_lost, fault_dup, fault_reordered, fault_corrupted, fault_delayed;
 };

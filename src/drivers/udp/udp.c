@@ -17,8 +17,18 @@
  * On receive the source comes from msg_name and the destination is the
  * bound address (never a wildcard, so it is known).
  *
- * The pseudo header is written into headroom just in front of each receive
- * buffer, so the whole datagram is verified in place with sr_icrc_verify.
+ * Offloads. Consecutive queued packets of one size to one peer go out as
+ * one UDP GSO send (UDP_SEGMENT; a shorter packet may end the train), and
+ * the socket takes GRO batches (UDP_GRO), which are split back into their
+ * datagrams here. The kernel numbers the IPv4 identification of the
+ * segments of a GSO send 0, 1, 2, ... (DF, unconnected socket), so segment
+ * k's ICRC is computed with identification k. A receiver cannot tell where
+ * a datagram sat in its sender's train (GRO batches need not line up with
+ * GSO sends, and a socket without GRO gets the segments one by one), so an
+ * IPv4 ICRC is accepted with any identification 0..63: the CRC is computed
+ * once, with 0, and a mismatch is looked up among the 63 terms the other
+ * identifications add (sr_icrc_ipv4_id_term). That leaves 26 of the ICRC's
+ * 32 bits to catch corruption. IPv6 has no identification.
  */
 #include "sr_udp.h"
 #include "sr_util.h"
@@ -26,30 +36,45 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
-#include <time.h>
 #include <unistd.h>
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
 
 enum {
     UDP_DEFAULT_BUF = 8 << 20,
     /* The largest RoCEv2 transport packet (headers, a 4096-byte PMTU
      * payload, pad, ICRC) fits with room to spare; larger is malformed. */
     UDP_RX_DATA = SR_MAX_PMTU + 128,
-    /* Room for the pseudo IPv6 + UDP header in front of the datagram;
-     * 64 keeps each datagram cache-line aligned. */
-    UDP_RX_HEADROOM = 64,
-    UDP_RX_SLOT = UDP_RX_HEADROOM + UDP_RX_DATA,
+    /* A GRO batch: up to the largest UDP payload. */
+    UDP_RX_GRO = 65536,
     UDP_L3_MAX = SR_IPV6_HDR_LEN + SR_UDP_HDR_LEN,
+    /* GSO: segments per send (the kernel's UDP_MAX_SEGMENTS is 64 or
+     * more), iovec entries per message (UIO_MAXIOV), largest UDP payload
+     * of a send (IPv4 total length 65535). */
+    UDP_GSO_MAX_SEGS = 64, /* also the identifications a receiver accepts */
+    UDP_ID_CACHE = 4,      /* packet lengths whose identification terms are kept */
+    UDP_IOV_MAX = 1024,
+    UDP_GSO_MAX_V4 = 65535 - SR_IPV4_HDR_LEN - SR_UDP_HDR_LEN,
+    UDP_GSO_MAX_V6 = 65535 - SR_UDP_HDR_LEN,
+    /* iovec entries a packet may use: header, payload pieces, pad + ICRC */
+    UDP_PKT_IOV = SR_UDP_MAX_IOV + 2,
 };
-_Static_assert(UDP_RX_HEADROOM >= UDP_L3_MAX, "headroom holds the pseudo IP/UDP header");
-_Static_assert(UDP_RX_SLOT % 64 == 0, "slots stay 64-byte aligned");
+_Static_assert(UDP_RX_DATA % 64 == 0 && UDP_RX_GRO % 64 == 0, "slots stay 64-byte aligned");
 _Static_assert(UDP_RX_DATA >= SR_MAX_HDR_LEN + SR_MAX_PMTU + 3 + SR_ICRC_LEN,
                "a receive slot holds the largest RoCEv2 packet");
+_Static_assert(UDP_PKT_IOV <= UDP_IOV_MAX, "one packet fits in one message");
 _Static_assert((int)SR_UDP_MAX_IOV >= (int)SR_MAX_SGE, "a packet may gather every SGE of a WQE");
 
 union udp_sa {
@@ -64,15 +89,36 @@ struct udp_held {
     uint64_t release_ns;
     union udp_sa name;
     uint32_t len;
-    uint8_t *slot; /* UDP_RX_SLOT bytes: headroom, then the datagram */
+    uint8_t *slot; /* UDP_RX_DATA bytes */
 };
 
-struct udp_txq {
-    struct iovec iov[SR_UDP_MAX_IOV + 2];
+/* sr_icrc_ipv4_id_term for identifications 0..UDP_GSO_MAX_SEGS-1 at one
+ * IPv4 length. */
+struct udp_id_terms {
+    uint32_t ip_len; /* 0: unused */
+    uint32_t term[UDP_GSO_MAX_SEGS];
+};
+
+/* A queued packet's own bytes; its payload stays in the caller's memory. */
+struct udp_txpkt {
     uint8_t hdr[SR_MAX_HDR_LEN]; /* copy: the engine's header buffer is transient */
     uint8_t tail[3 + SR_ICRC_LEN];
+};
+
+/* One message of the next sendmmsg: a datagram, or a GSO train of segs
+ * datagrams of seg bytes (the last may be shorter) to one peer, whose
+ * iovec entries are contiguous in tx_iov. */
+struct udp_txmsg {
     union udp_sa sa;
-    size_t tlen;
+    socklen_t salen;
+    uint8_t dgid[16];
+    uint32_t seg, segs, bytes;
+    uint32_t iov_first, iov_cnt;
+    bool closed; /* a shorter segment ended the train */
+    union {
+        char buf[CMSG_SPACE(sizeof(uint16_t))];
+        struct cmsghdr align;
+    } ctl;
 };
 
 struct sr_udp {
@@ -80,20 +126,31 @@ struct sr_udp {
     bool ipv6;
     uint16_t port;
     uint8_t addr[16];
+    bool gso, gro;    /* offloads in use */
+    uint32_t gso_max; /* largest UDP payload of a GSO send */
     struct sr_udp_stats stats;
-    uint8_t *rx_mem; /* SR_UDP_BATCH slots of UDP_RX_SLOT bytes */
+    uint8_t *rx_mem; /* SR_UDP_BATCH slots of rx_slot bytes */
+    size_t rx_slot;
     struct mmsghdr rx_msg[SR_UDP_BATCH];
     struct iovec rx_iov[SR_UDP_BATCH];
     union udp_sa rx_name[SR_UDP_BATCH];
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } rx_ctl[SR_UDP_BATCH];
     /* queued sends (sr_udp_queue), flushed with one sendmmsg */
-    struct udp_txq *txq; /* SR_UDP_BATCH entries */
+    struct udp_txpkt *txp; /* SR_UDP_BATCH packets */
+    struct udp_txmsg *txm; /* SR_UDP_BATCH messages */
+    struct iovec *tx_iov;  /* SR_UDP_BATCH * UDP_PKT_IOV entries */
+    uint32_t txp_cnt, txm_cnt, tx_iov_used;
     struct mmsghdr tx_msg[SR_UDP_BATCH];
-    uint32_t txq_cnt;
     /* fault injection: datagrams held back (delay, reordering) */
     struct sr_fault_cfg fault;
     uint64_t rng;
     struct udp_held *held; /* UDP_HELD slots */
     uint32_t held_cnt;
+    struct udp_id_terms id_terms[UDP_ID_CACHE];
+    uint32_t id_terms_next; /* round-robin replacement */
 };
 
 static const uint8_t v4_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
@@ -148,11 +205,11 @@ static void sa_from_gid(union udp_sa *sa, socklen_t *len, bool ipv6, const uint8
 }
 
 /* Write the IP + UDP header the kernel produces (or produced) for a
- * datagram of tlen transport bytes from src:sport to dst:dport; see the
- * file comment for why these values. Returns the header length or a
- * negative SR_ERR_*. */
+ * datagram of tlen transport bytes from src:sport to dst:dport, IPv4
+ * identification ip_id; see the file comment for why these values. Returns
+ * the header length or a negative SR_ERR_*. */
 static int udp_pseudo_l3(bool ipv6, const uint8_t *src, uint16_t sport, const uint8_t *dst,
-                         uint16_t dport, size_t tlen, uint8_t *buf, size_t cap)
+                         uint16_t dport, size_t tlen, uint16_t ip_id, uint8_t *buf, size_t cap)
 {
     struct sr_l3_addr a = {.ipv6 = ipv6, .src_port = sport};
     size_t alen = ipv6 ? 16 : 4;
@@ -165,6 +222,8 @@ static int udp_pseudo_l3(bool ipv6, const uint8_t *src, uint16_t sport, const ui
     /* sr_l3_encode writes the RoCEv2 port; a device bound elsewhere
      * (tests, tools) receives on its own port. */
     sr_put_be16(buf + hl - SR_UDP_HDR_LEN + 2, dport);
+    if (!ipv6)
+        sr_put_be16(buf + 4, ip_id);
     return hl;
 }
 
@@ -270,24 +329,38 @@ int sr_udp_open(const struct sr_udp_cfg *cfg, struct sr_udp **out)
         return SR_ERR_NOMEM;
     u->ipv6 = ipv6;
     u->port = cfg->port ? cfg->port : SR_ROCE_UDP_PORT;
-    u->rx_mem = aligned_alloc(64, (size_t)SR_UDP_BATCH * UDP_RX_SLOT);
-    u->txq = calloc(SR_UDP_BATCH, sizeof(*u->txq));
-    if (!u->rx_mem || !u->txq) {
+    u->gso_max = ipv6 ? UDP_GSO_MAX_V6 : UDP_GSO_MAX_V4;
+    u->txp = calloc(SR_UDP_BATCH, sizeof(*u->txp));
+    u->txm = calloc(SR_UDP_BATCH, sizeof(*u->txm));
+    u->tx_iov = calloc((size_t)SR_UDP_BATCH * UDP_PKT_IOV, sizeof(*u->tx_iov));
+    if (!u->txp || !u->txm || !u->tx_iov) {
         err = SR_ERR_NOMEM;
         goto err_free;
     }
-    for (int i = 0; i < SR_UDP_BATCH; i++) {
-        u->rx_iov[i].iov_base = u->rx_mem + (size_t)i * UDP_RX_SLOT + UDP_RX_HEADROOM;
-        u->rx_iov[i].iov_len = UDP_RX_DATA;
-        u->rx_msg[i].msg_hdr.msg_iov = &u->rx_iov[i];
-        u->rx_msg[i].msg_hdr.msg_iovlen = 1;
-        u->rx_msg[i].msg_hdr.msg_name = &u->rx_name[i];
-    }
-
     u->fd = udp_socket(ipv6, cfg);
     if (u->fd < 0) {
         err = udp_err(errno);
-        goto err_free_rx;
+        goto err_free;
+    }
+    /* Both are per socket and optional: a kernel without them (before 4.18
+     * / 5.0) refuses the option and the driver goes without. */
+    int off = 0, on = 1;
+    u->gso = !cfg->no_gso && setsockopt(u->fd, SOL_UDP, UDP_SEGMENT, &off, sizeof(off)) == 0;
+    u->gro = !cfg->no_gro && setsockopt(u->fd, SOL_UDP, UDP_GRO, &on, sizeof(on)) == 0;
+    /* Large slots only cost address space: a datagram touches the pages it
+     * fills. */
+    u->rx_slot = u->gro ? UDP_RX_GRO : UDP_RX_DATA;
+    u->rx_mem = aligned_alloc(64, (size_t)SR_UDP_BATCH * u->rx_slot);
+    if (!u->rx_mem) {
+        err = SR_ERR_NOMEM;
+        goto err_close;
+    }
+    for (int i = 0; i < SR_UDP_BATCH; i++) {
+        u->rx_iov[i].iov_base = u->rx_mem + (size_t)i * u->rx_slot;
+        u->rx_iov[i].iov_len = u->rx_slot;
+        u->rx_msg[i].msg_hdr.msg_iov = &u->rx_iov[i];
+        u->rx_msg[i].msg_hdr.msg_iovlen = 1;
+        u->rx_msg[i].msg_hdr.msg_name = &u->rx_name[i];
     }
     if (autoaddr) {
         err = udp_bind_auto(u->fd, cfg->auto_seed, u->port, u->addr);
@@ -309,7 +382,7 @@ int sr_udp_open(const struct sr_udp_cfg *cfg, struct sr_udp **out)
             goto err_close;
         }
         for (int i = 0; i < UDP_HELD; i++) {
-            u->held[i].slot = aligned_alloc(64, UDP_RX_SLOT);
+            u->held[i].slot = aligned_alloc(64, UDP_RX_DATA);
             if (!u->held[i].slot) {
                 err = SR_ERR_NOMEM;
                 goto err_close;
@@ -324,10 +397,11 @@ err_close:;
     close(u->fd);
     errno = e;
     udp_free_held(u);
-err_free_rx:
-    free(u->txq);
-    free(u->rx_mem);
 err_free:
+    free(u->rx_mem);
+    free(u->tx_iov);
+    free(u->txm);
+    free(u->txp);
     free(u);
     return err;
 }
@@ -338,8 +412,10 @@ void sr_udp_close(struct sr_udp *u)
         return;
     close(u->fd);
     udp_free_held(u);
-    free(u->txq);
     free(u->rx_mem);
+    free(u->tx_iov);
+    free(u->txm);
+    free(u->txp);
     free(u);
 }
 
@@ -372,10 +448,11 @@ static void put_le32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)(v >> 24);
 }
 
-/* Everything but the sendmsg: checks, ICRC, the iovec. Returns the number
- * of iovec entries or a negative SR_ERR_*. */
-static int udp_tx_prepare(const struct sr_udp *u, const struct sr_tx_pkt *t, struct iovec *iov,
-                          uint8_t *tail, size_t *tlen)
+/* Everything but the sendmsg: checks, ICRC (computed with IPv4
+ * identification ip_id), the iovec. Returns the number of iovec entries
+ * (at most UDP_PKT_IOV) or a negative SR_ERR_*. */
+static int udp_tx_prepare(const struct sr_udp *u, const struct sr_tx_pkt *t, uint16_t ip_id,
+                          struct iovec *iov, uint8_t *tail, size_t *tlen)
 {
     if (!t || !t->hdr || !t->dgid || t->hdr_len < SR_BTH_LEN || t->pad_len > 3 ||
         t->iov_cnt > SR_UDP_MAX_IOV || (t->iov_cnt && !t->iov))
@@ -387,8 +464,8 @@ static int udp_tx_prepare(const struct sr_udp *u, const struct sr_tx_pkt *t, str
     /* sr_icrc_begin wants IP + UDP + BTH contiguous; the remaining
      * headers, the payload and the pad are fed to it where they lie. */
     uint8_t l3[UDP_L3_MAX + SR_BTH_LEN];
-    int hl =
-        udp_pseudo_l3(u->ipv6, u->addr, u->port, t->dgid, SR_ROCE_UDP_PORT, *tlen, l3, UDP_L3_MAX);
+    int hl = udp_pseudo_l3(u->ipv6, u->addr, u->port, t->dgid, SR_ROCE_UDP_PORT, *tlen, ip_id, l3,
+                           UDP_L3_MAX);
     if (hl < 0)
         return hl;
     memcpy(l3 + hl, t->hdr, SR_BTH_LEN);
@@ -420,15 +497,13 @@ static int udp_tx_prepare(const struct sr_udp *u, const struct sr_tx_pkt *t, str
     return n;
 }
 
-/* One sendmsg per packet. Batching (sendmmsg of what a progress pass
- * produced) and UDP GSO (UDP_SEGMENT for same-size packets to one peer)
- * come later, behind this same function's contract. */
+/* One sendmsg per packet, no offload. */
 int sr_udp_send(struct sr_udp *u, const struct sr_tx_pkt *t)
 {
-    struct iovec iov[SR_UDP_MAX_IOV + 2];
+    struct iovec iov[UDP_PKT_IOV];
     uint8_t tail[3 + SR_ICRC_LEN];
     size_t tlen = 0;
-    int n = udp_tx_prepare(u, t, iov, tail, &tlen);
+    int n = udp_tx_prepare(u, t, 0, iov, tail, &tlen);
     if (n < 0) {
         u->stats.tx_drops++;
         return n;
@@ -462,59 +537,103 @@ int sr_udp_send(struct sr_udp *u, const struct sr_tx_pkt *t)
 
 int sr_udp_flush(struct sr_udp *u)
 {
+    for (uint32_t i = 0; i < u->txm_cnt; i++) {
+        struct udp_txmsg *m = &u->txm[i];
+        struct msghdr *mh = &u->tx_msg[i].msg_hdr;
+        *mh = (struct msghdr){
+            .msg_name = &m->sa,
+            .msg_namelen = m->salen,
+            .msg_iov = u->tx_iov + m->iov_first,
+            .msg_iovlen = m->iov_cnt,
+        };
+        if (m->segs > 1) {
+            mh->msg_control = m->ctl.buf;
+            mh->msg_controllen = sizeof(m->ctl.buf);
+            struct cmsghdr *cm = CMSG_FIRSTHDR(mh);
+            cm->cmsg_level = SOL_UDP;
+            cm->cmsg_type = UDP_SEGMENT;
+            cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+            uint16_t seg = (uint16_t)m->seg;
+            memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
+        }
+    }
     uint32_t done = 0;
     int err = 0;
-    while (done < u->txq_cnt) {
+    while (done < u->txm_cnt) {
         SR_DMA_BEGIN(); /* the kernel gathers payloads from registered memory */
-        int r = sendmmsg(u->fd, u->tx_msg + done, u->txq_cnt - done, MSG_DONTWAIT);
+        int r = sendmmsg(u->fd, u->tx_msg + done, u->txm_cnt - done, MSG_DONTWAIT);
         SR_DMA_END();
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0) {
-            /* The first datagram of the rest failed (queue full, peer
+            /* The first message of the rest failed (queue full, peer
              * unreachable ...): it is lost like on a wire; go on with the
-             * others, the transport retransmits. */
-            err = udp_err(r < 0 ? errno : EAGAIN);
-            u->stats.tx_drops++;
+             * others, the transport retransmits. A GSO send the path
+             * cannot take (no checksum offload: EIO; EINVAL) turns GSO
+             * off for good. */
+            int e = r < 0 ? errno : EAGAIN;
+            const struct udp_txmsg *m = &u->txm[done];
+            if (m->segs > 1 && (e == EIO || e == EINVAL))
+                u->gso = false;
+            err = udp_err(e);
+            u->stats.tx_drops += m->segs;
             done++;
             continue;
         }
-        for (int i = 0; i < r; i++) {
-            u->stats.tx_pkts++;
-            u->stats.tx_bytes += u->txq[done + (uint32_t)i].tlen;
+        for (uint32_t i = done; i < done + (uint32_t)r; i++) {
+            u->stats.tx_pkts += u->txm[i].segs;
+            u->stats.tx_bytes += u->txm[i].bytes;
+            u->stats.tx_gso_sends += u->txm[i].segs > 1;
         }
         done += (uint32_t)r;
     }
-    u->txq_cnt = 0;
+    u->txp_cnt = u->txm_cnt = u->tx_iov_used = 0;
     return err;
 }
 
 int sr_udp_queue(struct sr_udp *u, const struct sr_tx_pkt *t)
 {
-    if (u->txq_cnt == SR_UDP_BATCH)
+    if (u->txp_cnt == SR_UDP_BATCH)
         sr_udp_flush(u);
-    if (!t || !t->hdr || t->hdr_len > SR_MAX_HDR_LEN) {
+    if (!t || !t->hdr || !t->dgid || t->hdr_len > SR_MAX_HDR_LEN || t->iov_cnt > SR_UDP_MAX_IOV) {
         u->stats.tx_drops++;
         return SR_ERR_INVAL;
     }
-    struct udp_txq *q = &u->txq[u->txq_cnt];
-    memcpy(q->hdr, t->hdr, t->hdr_len);
+    /* Join the train of the last message when the kernel can cut this
+     * packet from it: same peer, not longer than its segments, room left. */
+    size_t tlen = (size_t)t->hdr_len + t->payload_len + t->pad_len + SR_ICRC_LEN;
+    struct udp_txmsg *m = u->txm_cnt ? &u->txm[u->txm_cnt - 1] : NULL;
+    bool join = m && u->gso && !m->closed && tlen <= m->seg && m->segs < UDP_GSO_MAX_SEGS &&
+                m->bytes + tlen <= u->gso_max && m->iov_cnt + UDP_PKT_IOV <= UDP_IOV_MAX &&
+                memcmp(m->dgid, t->dgid, 16) == 0;
+
+    struct udp_txpkt *p = &u->txp[u->txp_cnt];
+    memcpy(p->hdr, t->hdr, t->hdr_len);
     struct sr_tx_pkt copy = *t;
-    copy.hdr = q->hdr;
-    int n = udp_tx_prepare(u, &copy, q->iov, q->tail, &q->tlen);
+    copy.hdr = p->hdr;
+    struct iovec *iov = u->tx_iov + u->tx_iov_used;
+    int n = udp_tx_prepare(u, &copy, join ? (uint16_t)m->segs : 0, iov, p->tail, &tlen);
     if (n < 0) {
         u->stats.tx_drops++;
         return n;
     }
-    socklen_t salen;
-    sa_from_gid(&q->sa, &salen, u->ipv6, t->dgid, SR_ROCE_UDP_PORT);
-    u->tx_msg[u->txq_cnt].msg_hdr = (struct msghdr){
-        .msg_name = &q->sa,
-        .msg_namelen = salen,
-        .msg_iov = q->iov,
-        .msg_iovlen = (size_t)n,
-    };
-    u->txq_cnt++;
+    if (join) {
+        m->segs++;
+        m->bytes += (uint32_t)tlen;
+        m->iov_cnt += (uint32_t)n;
+        m->closed = tlen < m->seg;
+    } else {
+        m = &u->txm[u->txm_cnt++];
+        sa_from_gid(&m->sa, &m->salen, u->ipv6, t->dgid, SR_ROCE_UDP_PORT);
+        memcpy(m->dgid, t->dgid, 16);
+        m->seg = m->bytes = (uint32_t)tlen;
+        m->segs = 1;
+        m->iov_first = u->tx_iov_used;
+        m->iov_cnt = (uint32_t)n;
+        m->closed = false;
+    }
+    u->tx_iov_used += (uint32_t)n;
+    u->txp_cnt++;
     return 0;
 }
 
@@ -530,8 +649,55 @@ static void gid_from_sa(const union udp_sa *sa, uint8_t *gid, uint16_t *port)
     }
 }
 
-/* Check one datagram (pkt has UDP_RX_HEADROOM bytes in front of it) and
- * hand it on when valid. */
+/* The identification terms for IPv4 packets of ip_len bytes, computed on
+ * first use: the few lengths a flow uses (full segments, its last one,
+ * ACKs) stay cached. */
+static const uint32_t *udp_id_terms(struct sr_udp *u, size_t ip_len)
+{
+    for (int i = 0; i < UDP_ID_CACHE; i++)
+        if (u->id_terms[i].ip_len == ip_len)
+            return u->id_terms[i].term;
+    struct udp_id_terms *t = &u->id_terms[u->id_terms_next++ % UDP_ID_CACHE];
+    t->ip_len = (uint32_t)ip_len;
+    t->term[0] = 0;
+    /* linear in the identification: one term per bit, then xor */
+    for (unsigned b = 1; b < UDP_GSO_MAX_SEGS; b <<= 1) {
+        uint32_t col = sr_icrc_ipv4_id_term(ip_len, (uint16_t)b);
+        for (unsigned id = b; id < 2 * b; id++)
+            t->term[id] = t->term[id - b] ^ col;
+    }
+    return t->term;
+}
+
+/* Does pkt (len bytes, ICRC last) carry the ICRC of a datagram from
+ * src:sport to this device (with an identification a GSO train uses)? */
+static bool udp_icrc_ok(struct sr_udp *u, const uint8_t *pkt, size_t len, const uint8_t *src,
+                        uint16_t sport)
+{
+    uint8_t l3[UDP_L3_MAX + SR_BTH_LEN];
+    int hl = udp_pseudo_l3(u->ipv6, src, sport, u->addr, u->port, len, 0, l3, UDP_L3_MAX);
+    if (hl < 0)
+        return false;
+    memcpy(l3 + hl, pkt, SR_BTH_LEN);
+    struct sr_icrc_ctx c;
+    if (sr_icrc_begin(&c, l3, (size_t)hl + SR_BTH_LEN) != 0)
+        return false;
+    sr_icrc_update(&c, pkt + SR_BTH_LEN, len - SR_BTH_LEN - SR_ICRC_LEN);
+    const uint8_t *t = pkt + len - SR_ICRC_LEN;
+    uint32_t got = t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
+    uint32_t diff = got ^ sr_icrc_final(&c);
+    if (diff == 0)
+        return true;
+    if (u->ipv6)
+        return false;
+    const uint32_t *term = udp_id_terms(u, (size_t)hl + len);
+    for (int id = 1; id < UDP_GSO_MAX_SEGS; id++)
+        if (term[id] == diff)
+            return true;
+    return false;
+}
+
+/* Check one datagram and hand it on when valid. */
 static void udp_rx_deliver(struct sr_udp *u, uint8_t *pkt, size_t len, const union udp_sa *name,
                            sr_udp_rx_fn cb, void *arg)
 {
@@ -542,13 +708,7 @@ static void udp_rx_deliver(struct sr_udp *u, uint8_t *pkt, size_t len, const uni
     uint8_t src[16];
     uint16_t sport;
     gid_from_sa(name, src, &sport);
-
-    /* The pseudo header goes into the headroom right before pkt, making
-     * the datagram look as it did on the wire. */
-    size_t hl = (u->ipv6 ? SR_IPV6_HDR_LEN : SR_IPV4_HDR_LEN) + SR_UDP_HDR_LEN;
-    uint8_t *ip = pkt - hl;
-    if (udp_pseudo_l3(u->ipv6, src, sport, u->addr, u->port, len, ip, hl) < 0 ||
-        sr_icrc_verify(ip, hl + len) != 0) {
+    if (!udp_icrc_ok(u, pkt, len, src, sport)) {
         u->stats.rx_icrc_drops++;
         return;
     }
@@ -581,7 +741,7 @@ static void udp_hold(struct sr_udp *u, const uint8_t *pkt, size_t len, const uni
         return;
     }
     struct udp_held *h = &u->held[u->held_cnt++];
-    memcpy(h->slot + UDP_RX_HEADROOM, pkt, len);
+    memcpy(h->slot, pkt, len);
     h->len = (uint32_t)len;
     h->name = *name;
     h->release_ns = release_ns;
@@ -636,7 +796,7 @@ static void udp_release_held(struct sr_udp *u, sr_udp_rx_fn cb, void *arg)
         /* swap-remove; the slot buffer moves with its entry */
         u->held[best] = u->held[--u->held_cnt];
         u->held[u->held_cnt] = h;
-        udp_rx_deliver(u, h.slot + UDP_RX_HEADROOM, h.len, &h.name, cb, arg);
+        udp_rx_deliver(u, h.slot, h.len, &h.name, cb, arg);
     }
 }
 
@@ -649,19 +809,47 @@ uint64_t sr_udp_next_deadline(const struct sr_udp *u)
     return d;
 }
 
-/* One datagram of a recvmmsg batch. */
+/* The segment size of a GRO batch (UDP_GRO control message), or 0. */
+static int udp_gro_size(struct msghdr *mh)
+{
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm))
+        if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO &&
+            cm->cmsg_len >= CMSG_LEN(sizeof(int))) {
+            int g;
+            memcpy(&g, CMSG_DATA(cm), sizeof(g));
+            return g;
+        }
+    return 0;
+}
+
+/* One message of a recvmmsg batch: a datagram, or a GRO batch of them. */
 static void udp_rx_one(struct sr_udp *u, int i, sr_udp_rx_fn cb, void *arg)
 {
-    const struct mmsghdr *m = &u->rx_msg[i];
+    struct mmsghdr *m = &u->rx_msg[i];
     uint8_t *pkt = u->rx_iov[i].iov_base;
     if (m->msg_hdr.msg_flags & MSG_TRUNC) {
         u->stats.rx_long_drops++;
         return;
     }
-    if (u->fault.on)
-        udp_rx_faulty(u, pkt, m->msg_len, &u->rx_name[i], cb, arg);
-    else
-        udp_rx_deliver(u, pkt, m->msg_len, &u->rx_name[i], cb, arg);
+    size_t len = m->msg_len;
+    size_t seg = len;
+    if (u->gro) {
+        int g = udp_gro_size(&m->msg_hdr);
+        if (g > 0 && (size_t)g < len) {
+            seg = (size_t)g;
+            u->stats.rx_gro_bufs++;
+        }
+    }
+    size_t off = 0;
+    do { /* once for an empty datagram too (counted as short) */
+        size_t n = SR_MIN(seg, len - off);
+        if (n > UDP_RX_DATA)
+            u->stats.rx_long_drops++; /* larger than any RoCEv2 packet */
+        else if (u->fault.on)
+            udp_rx_faulty(u, pkt + off, n, &u->rx_name[i], cb, arg);
+        else
+            udp_rx_deliver(u, pkt + off, n, &u->rx_name[i], cb, arg);
+    } while ((off += seg) < len);
 }
 
 int sr_udp_recv(struct sr_udp *u, sr_udp_rx_fn cb, void *arg, int max)
@@ -677,6 +865,10 @@ int sr_udp_recv(struct sr_udp *u, sr_udp_rx_fn cb, void *arg, int max)
             /* The kernel overwrites both on every call. */
             u->rx_msg[i].msg_hdr.msg_namelen = sizeof(u->rx_name[i]);
             u->rx_msg[i].msg_hdr.msg_flags = 0;
+            if (u->gro) {
+                u->rx_msg[i].msg_hdr.msg_control = u->rx_ctl[i].buf;
+                u->rx_msg[i].msg_hdr.msg_controllen = sizeof(u->rx_ctl[i].buf);
+            }
         }
         int r;
         do {
