@@ -60,7 +60,7 @@ static srcclResult_t wait_for(struct sc_prims *p, const void **rx, size_t want, 
         int peer = data ? p->recv_peer : p->send_peer;
         /* Queued (non-blocking or grouped): yield to srcclTest / srcclWait. */
         srcclResult_t r =
-            c->in_co ? sc_co_block(c, deadline, what, peer) : sc_tp_wait(c, deadline, what, peer);
+            c->in_co ? sc_co_block(c, &deadline, what, peer) : sc_tp_wait(c, deadline, what, peer);
         if (r)
             return r;
     }

@@ -221,6 +221,8 @@ struct srcclComm {
     struct sc_co *co;      /* the coroutine collectives run in when queued */
     bool in_co;            /* executing on the coroutine's stack */
     uint64_t p2p_since_ns; /* the point-to-point window's last progress */
+    uint64_t left_ns;      /* returned to the application with requests queued */
+    uint64_t away_ns;      /* total time so spent: it does not count toward timeouts */
     uint8_t *p2p_busy;     /* nranks x 2: a peer's direction taken in this pass */
 };
 
@@ -267,8 +269,9 @@ srcclResult_t sc_op_run(srcclComm_t comm, const struct sc_op *op);
  * open group. */
 srcclResult_t sc_submit(srcclComm_t comm, const struct sc_op *op, srcclRequest_t *request);
 /* Inside a coroutine: polls once, then yields to the scheduler until the
- * next pass; srcclTimeout once deadline_ns has passed. */
-srcclResult_t sc_co_block(srcclComm_t comm, uint64_t deadline_ns, const char *what, int peer);
+ * next pass; srcclTimeout once *deadline_ns has passed. The time the
+ * application spends outside srccl meanwhile moves *deadline_ns on. */
+srcclResult_t sc_co_block(srcclComm_t comm, uint64_t *deadline_ns, const char *what, int peer);
 /* Completes every queued request (destroy), or fails them (abort). */
 srcclResult_t sc_sched_finish(srcclComm_t comm);
 void sc_sched_abort(srcclComm_t comm);

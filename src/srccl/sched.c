@@ -23,7 +23,8 @@
  * A request completes when it leaves the head: in call order. Every wait
  * keeps SRCCL_TIMEOUT (a collective's in prims.c, the window's measured
  * from its last progress), so errors reach srcclTest / srcclWait /
- * srcclGroupEnd as they reach blocking calls.
+ * srcclGroupEnd as they reach blocking calls. Only time spent inside
+ * srccl counts: between srcclTest calls the clock stops (enter / leave).
  *
  * Groups are per thread (as NCCL's): a depth counter and the list of calls
  * made inside, run by the outermost srcclGroupEnd. */
@@ -149,7 +150,7 @@ static void co_resume(srcclComm_t c)
     c->in_co = false;
 }
 
-static void co_yield (srcclComm_t c)
+static void co_suspend(srcclComm_t c)
 {
     struct sc_co *co = c->co;
 #ifdef SC_ASAN
@@ -161,15 +162,17 @@ static void co_yield (srcclComm_t c)
 #endif
 }
 
-srcclResult_t sc_co_block(srcclComm_t c, uint64_t deadline, const char *what, int peer)
+srcclResult_t sc_co_block(srcclComm_t c, uint64_t *deadline, const char *what, int peer)
 {
     int prog;
     srcclResult_t r = sc_tp_progress(c, &prog);
     if (r || prog)
         return r;
-    if (sc_now_ns() >= deadline)
+    if (sc_now_ns() >= *deadline)
         return sc_tp_timeout(c, what, peer);
-    co_yield (c);
+    uint64_t away = c->away_ns;
+    co_suspend(c);
+    *deadline += c->away_ns - away; /* the application's time is not waiting */
     return c->async_err;
 }
 
@@ -300,9 +303,29 @@ static srcclResult_t p2p_pass(srcclComm_t c, int *moved)
 
 /* One pass: polls the CQ, then runs the head of the queue until it has
  * to wait. *progressed > 0 if anything happened. */
+/* Back in srccl after the application had the thread: that time does not
+ * count toward SRCCL_TIMEOUT (a rank that computes between srcclTest calls
+ * is not a dead peer to the others' requests, nor they to its). */
+static void enter(srcclComm_t c)
+{
+    if (c->left_ns) {
+        uint64_t gap = sc_now_ns() - c->left_ns;
+        c->away_ns += gap;
+        c->p2p_since_ns += gap;
+        c->left_ns = 0;
+    }
+}
+
+/* Returning to the application; requests may still be queued. */
+static void leave(srcclComm_t c)
+{
+    c->left_ns = c->q_head ? sc_now_ns() : 0;
+}
+
 static void pass(srcclComm_t c, int *progressed)
 {
     *progressed = 0;
+    enter(c);
     if (c->nranks > 1 && !c->async_err) {
         int n = 0;
         sc_tp_progress(c, &n); /* a failure is now c->async_err */
@@ -508,11 +531,13 @@ srcclResult_t sc_submit(srcclComm_t c, const struct sc_op *o, srcclRequest_t *re
         if (!q->complete) {
             int prog;
             pass(c, &prog); /* start it: its first chunks leave now */
+            leave(c);
         }
         return srcclSuccess;
     }
     srcclResult_t r = wait_req(q);
     release(q);
+    leave(c);
     return r;
 }
 
@@ -599,6 +624,8 @@ SC_EXPORT srcclResult_t srcclGroupEnd(void)
         }
     }
 out:
+    for (int k = 0; k < ncomm; k++)
+        leave(comms[k]);
     for (size_t i = 0; i < nq; i++) {
         if (reqs[i]->complete)
             release(reqs[i]);
@@ -628,12 +655,15 @@ SC_EXPORT srcclResult_t srcclTest(srcclRequest_t q, int *done)
         return srcclInvalidArgument;
     }
     /* A few passes while they progress: what is ready moves now. */
+    srcclComm_t c = q->comm;
     for (int i = 0; i < 16 && !q->complete; i++) {
         int prog;
-        pass(q->comm, &prog);
+        pass(c, &prog);
         if (!prog)
             break;
     }
+    if (c)
+        leave(c);
     if (!q->complete) {
         *done = 0;
         return srcclSuccess;
@@ -648,7 +678,10 @@ SC_EXPORT srcclResult_t srcclWait(srcclRequest_t q)
 {
     if (bad_req(q, "srcclWait"))
         return srcclInvalidArgument;
+    srcclComm_t c = q->comm;
     srcclResult_t r = wait_req(q);
     release(q);
+    if (c)
+        leave(c);
     return r;
 }

@@ -26,6 +26,9 @@
  *                        wait on non-blocking all-reduces: srcclWait must
  *                        return an error within SRCCL_TIMEOUT + 3 s (run
  *                        through fault.sh, which counts "survivor OK")
+ *   group_test nbidle    requests started, then 2.5..3.4 s of "computing"
+ *                        before srcclWait, with SRCCL_TIMEOUT=2: no timeout
+ *                        (only time spent inside srccl counts)
  *   group_test split     srcclCommSplit: colors by parity with keys
  *                        reversing the order, NOCOLOR, collectives on the
  *                        children and the parent, a nested split, errors */
@@ -427,6 +430,34 @@ static int test_nb(void)
     return finish("nb");
 }
 
+/* The application computes between starting requests and waiting for
+ * them, longer than SRCCL_TIMEOUT (2 s here) and unevenly across ranks:
+ * only the time spent waiting inside srccl counts, so nothing times out. */
+static int test_nbidle(void)
+{
+    const size_t cnt = 1 << 20; /* 4 MiB: many ring steps need the others */
+    int32_t *a = xmalloc(cnt * 4), *b = xmalloc(cnt * 4);
+    fill_i(a, cnt, me, 41);
+    srcclRequest_t q[2];
+    CALL(comm, srcclIAllReduce(a, b, cnt, srcclInt32, srcclSum, comm, &q[0]));
+    CALL(comm, srcclIBarrier(comm, &q[1]));
+    int done = 0;
+    CALL(comm, srcclTest(q[0], &done));
+    struct timespec ts = {2, 500000000L + 300000000L * me}; /* 2.5 s + 0.3 s per rank */
+    while (ts.tv_nsec >= 1000000000L)
+        ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    nanosleep(&ts, NULL);
+    if (!done)
+        CALL(comm, srcclWait(q[0]));
+    CALL(comm, srcclWait(q[1]));
+    long bad = 0;
+    for (size_t i = 0; i < cnt; i++)
+        bad += b[i] != sum_i(nr, i, 41);
+    EXPECT(bad == 0, "all-reduce after computing: %ld wrong", bad);
+    free(a), free(b);
+    return finish("nbidle");
+}
+
 static int test_nbkill(void)
 {
     const char *t = getenv("SRCCL_TIMEOUT");
@@ -580,7 +611,7 @@ int main(int argc, char **argv)
         int (*fn)(void);
     } modes[] = {{"ring", test_ring},     {"alltoall", test_alltoall}, {"colls", test_colls},
                  {"nested", test_nested}, {"argerr", test_argerr},     {"nb", test_nb},
-                 {"nbkill", test_nbkill}, {"split", test_split}};
+                 {"nbkill", test_nbkill}, {"nbidle", test_nbidle},     {"split", test_split}};
     const char *mode = argc > 1 ? argv[1] : "";
     for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
         if (!strcmp(mode, modes[i].name)) {
@@ -588,6 +619,6 @@ int main(int argc, char **argv)
             return modes[i].fn();
         }
     }
-    fprintf(stderr, "usage: group_test ring|alltoall|colls|nested|argerr|nb|nbkill|split\n");
+    fprintf(stderr, "usage: group_test ring|alltoall|colls|nested|argerr|nb|nbkill|nbidle|split\n");
     return 2;
 }
