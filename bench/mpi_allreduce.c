@@ -40,14 +40,9 @@ static size_t parse_size(const char *s)
 
 static int parse(int argc, char **argv, struct opts *o)
 {
-    *o = (struct opts){.min_bytes = 8,
-                       .max_bytes = 64 << 20,
-                       .factor = 2,
-                       .iters = 20,
-                       .warmup = 5,
-                       .check = 1};
-    static const struct option lo[] = {{"csv", required_argument, NULL, 'C'},
-                                       {NULL, 0, NULL, 0}};
+    *o = (struct opts){
+        .min_bytes = 8, .max_bytes = 64 << 20, .factor = 2, .iters = 20, .warmup = 5, .check = 1};
+    static const struct option lo[] = {{"csv", required_argument, NULL, 'C'}, {NULL, 0, NULL, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "b:e:f:n:w:c:", lo, NULL)) != -1) {
         switch (c) {
