@@ -196,8 +196,9 @@ srcclResult_t srcclGroupEnd(void);
  * while requests are outstanding waits behind them); consecutive
  * srcclISend / srcclIRecv progress together, as in a group. Errors
  * (timeouts, a dead peer) are returned by srcclTest / srcclWait within
- * SRCCL_TIMEOUT, as blocking calls return them. A request with nothing to
- * move (count 0) is complete at once. */
+ * SRCCL_TIMEOUT, as blocking calls return them; only time spent inside
+ * srccl counts toward it, not the application's between srcclTest calls.
+ * A request with nothing to move (count 0) is complete at once. */
 typedef struct srcclRequest *srcclRequest_t;
 srcclResult_t srcclIAllReduce(const void *sendbuff, void *recvbuff, size_t count,
                               srcclDataType_t datatype, srcclRedOp_t op, srcclComm_t comm,
