@@ -31,7 +31,8 @@
  *                        (only time spent inside srccl counts)
  *   group_test split     srcclCommSplit: colors by parity with keys
  *                        reversing the order, NOCOLOR, collectives on the
- *                        children and the parent, a nested split, errors */
+ *                        children and the parent, one group over the child
+ *                        and the parent, a nested split, errors */
 #include "srccl.h"
 
 #include <signal.h>
@@ -561,6 +562,36 @@ static int test_split(void)
         bad += a[i] != s;
     }
     EXPECT(bad == 0, "child all-reduce: %ld wrong", bad);
+    /* One group over two communicators: a ring on the child and one on
+     * the parent (beyond the slots), and an all-reduce on each. */
+    {
+        const size_t pc = 3 << 18;
+        int32_t *s1 = xmalloc(pc * 4), *r1 = xmalloc(pc * 4), *s2 = xmalloc(pc * 4),
+                *r2 = xmalloc(pc * 4);
+        int64_t v1[2] = {1, me}, v2[2] = {1, me};
+        fill_i(s1, pc, me, 51);
+        fill_i(s2, pc, me, 52);
+        int cnext = (crank + 1) % cn, cprev = (crank + cn - 1) % cn;
+        int pnext = (me + 1) % nr, pprev = (me + nr - 1) % nr;
+        CALL(comm, srcclGroupStart());
+        CALL(child, srcclSend(s1, pc, srcclInt32, cnext, child));
+        CALL(comm, srcclSend(s2, pc, srcclInt32, pnext, comm));
+        CALL(child, srcclAllReduce(v1, v1, 2, srcclInt64, srcclSum, child));
+        CALL(comm, srcclRecv(r2, pc, srcclInt32, pprev, comm));
+        CALL(child, srcclRecv(r1, pc, srcclInt32, cprev, child));
+        CALL(comm, srcclAllReduce(v2, v2, 2, srcclInt64, srcclSum, comm));
+        CALL(comm, srcclGroupEnd());
+        int cprev_parent = -1;
+        for (int r = color; r < nr; r += 2) /* child rank of r: want_n - 1 - r / 2 */
+            if (want_n - 1 - r / 2 == cprev)
+                cprev_parent = r;
+        check_i(r1, pc, cprev_parent, 51, "two-communicator group, child ring");
+        check_i(r2, pc, pprev, 52, "two-communicator group, parent ring");
+        EXPECT(v1[0] == want_n && v1[1] == want_sum && v2[0] == nr &&
+                   v2[1] == (int64_t)nr * (nr - 1) / 2,
+               "two-communicator group all-reduces");
+        free(s1), free(r1), free(s2), free(r2);
+    }
     /* Nested: split the child into halves by child rank, keys equal (then
      * the child's rank order decides). */
     CALL(child, srcclCommSplit(child, crank < cn / 2 ? 0 : 1, 0, &grand));
