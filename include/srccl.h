@@ -2,8 +2,9 @@
  * public verbs API (libibverbs.so.1). NCCL-shaped, with our own names.
  *
  * A communicator is a group of nranks processes, each holding one rank.
- * Every collective is blocking: it returns when this rank's part is done
- * (its output is complete and its input may be reused). Every rank of a
+ * Collectives are blocking (they return when this rank's part is done: its
+ * output is complete and its input may be reused), queued in a group, or
+ * non-blocking (srcclI*: a request to test or wait on). Every rank of a
  * communicator must call the same collectives in the same order with
  * matching arguments (count, datatype, op, root).
  *
@@ -37,7 +38,7 @@ typedef enum {
     srcclInvalidUsage = 4,    /* a call inconsistent across ranks or with the communicator state */
     srcclRemoteError = 5,     /* a peer failed: its QP reported an error completion */
     srcclTimeout = 6,         /* nothing happened for SRCCL_TIMEOUT seconds */
-    srcclNotSupported = 7,    /* declared, not implemented yet (groups, non-blocking calls) */
+    srcclNotSupported = 7,    /* not implemented (no call returns it today) */
     srcclInProgress = 8,
     srcclNumResults
 } srcclResult_t;
@@ -107,11 +108,22 @@ srcclResult_t srcclCommInitRank(srcclComm_t *comm, int nranks, srcclUniqueId id,
  * SRCCL_ROOT_PORT, or a port derived from the job id. */
 srcclResult_t srcclCommInitFromEnv(srcclComm_t *comm);
 
-/* Releases the communicator; local, no communication. Call it once every
- * rank is done with the communicator (e.g. after a final srcclBarrier). */
+/* Releases the communicator; local, no communication (requests still
+ * outstanding are completed first). Call it once every rank is done with
+ * the communicator (e.g. after a final srcclBarrier). */
 srcclResult_t srcclCommDestroy(srcclComm_t comm);
-/* Releases the communicator at once, whatever its state (after an error). */
+/* Releases the communicator at once, whatever its state (after an error).
+ * Requests still outstanding complete with an error (srcclTest / srcclWait
+ * on them only return it and release them). */
 srcclResult_t srcclCommAbort(srcclComm_t comm);
+
+#define SRCCL_SPLIT_NOCOLOR (-1)
+/* Collective over comm: the ranks that give the same color (>= 0) form a
+ * new communicator, ranked by key, then by rank in comm. Its QPs are new
+ * (connected through comm, no rendezvous); it inherits comm's
+ * configuration. color == SRCCL_SPLIT_NOCOLOR: *newcomm = NULL. Every rank of
+ * comm must call it. */
+srcclResult_t srcclCommSplit(srcclComm_t comm, int color, int key, srcclComm_t *newcomm);
 
 srcclResult_t srcclCommCount(const srcclComm_t comm, int *count);
 srcclResult_t srcclCommUserRank(const srcclComm_t comm, int *rank);
@@ -150,22 +162,72 @@ srcclResult_t srcclBarrier(srcclComm_t comm);
 
 /* Point to point, blocking. srcclSend returns once the data is handed to the
  * transport (it may wait for the receiver to make room); the matching
- * srcclRecv must name the same count and datatype. peer != own rank. */
+ * srcclRecv must name the same count and datatype. peer may be this rank
+ * only inside a group (or as srcclISend / srcclIRecv). */
 srcclResult_t srcclSend(const void *sendbuff, size_t count, srcclDataType_t datatype, int peer,
                         srcclComm_t comm);
 srcclResult_t srcclRecv(void *recvbuff, size_t count, srcclDataType_t datatype, int peer,
                         srcclComm_t comm);
 
-/* ---- declared, not supported yet: they return srcclNotSupported ----
- * Groups (fusing calls, e.g. a send and a receive with the same peer) and
- * non-blocking collectives with test/wait. */
-typedef struct srcclRequest *srcclRequest_t;
+/* ---- groups ----
+ * Between srcclGroupStart and srcclGroupEnd, collectives and sends /
+ * receives (on one or several communicators) are checked and queued, not
+ * run: they return srcclSuccess at once (or an argument error). The
+ * outermost srcclGroupEnd runs them all and returns when they are done,
+ * with the first failure; groups nest (a per-thread counter, as NCCL's).
+ * Per communicator, the group's collectives run in call order, then all its
+ * sends and receives progress together, matched per peer in call order: a
+ * send and a receive with the same peer, a ring (send to rank+1, receive
+ * from rank-1), an all-to-all of sends and receives, and sends / receives
+ * with oneself work at any size. If a call inside the group failed (e.g.
+ * srcclInvalidArgument), srcclGroupEnd runs nothing and returns that
+ * failure (the other ranks' groups then time out unless they failed too).
+ * Non-blocking calls (srcclI*) are not allowed inside a group. */
 srcclResult_t srcclGroupStart(void);
 srcclResult_t srcclGroupEnd(void);
+
+/* ---- non-blocking calls ----
+ * srcclIxxx starts the same call as srcclXxx and returns a request at
+ * once; the buffers must stay untouched until the request completes.
+ * Progress happens inside srccl calls only (no progress thread): in the
+ * srcclI call itself (the first chunks leave), in srcclTest (what is ready
+ * moves), srcclWait, and in any other call on the communicator. Requests on
+ * one communicator run and complete in call order (a blocking call made
+ * while requests are outstanding waits behind them); consecutive
+ * srcclISend / srcclIRecv progress together, as in a group. Errors
+ * (timeouts, a dead peer) are returned by srcclTest / srcclWait within
+ * SRCCL_TIMEOUT, as blocking calls return them; only time spent inside
+ * srccl counts toward it, not the application's between srcclTest calls.
+ * A request with nothing to move (count 0) is complete at once. */
+typedef struct srcclRequest *srcclRequest_t;
 srcclResult_t srcclIAllReduce(const void *sendbuff, void *recvbuff, size_t count,
                               srcclDataType_t datatype, srcclRedOp_t op, srcclComm_t comm,
                               srcclRequest_t *request);
+srcclResult_t srcclIBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+                              srcclDataType_t datatype, int root, srcclComm_t comm,
+                              srcclRequest_t *request);
+srcclResult_t srcclIReduce(const void *sendbuff, void *recvbuff, size_t count,
+                           srcclDataType_t datatype, srcclRedOp_t op, int root, srcclComm_t comm,
+                           srcclRequest_t *request);
+srcclResult_t srcclIAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+                              srcclDataType_t datatype, srcclComm_t comm, srcclRequest_t *request);
+srcclResult_t srcclIReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
+                                  srcclDataType_t datatype, srcclRedOp_t op, srcclComm_t comm,
+                                  srcclRequest_t *request);
+srcclResult_t srcclIAllToAll(const void *sendbuff, void *recvbuff, size_t count,
+                             srcclDataType_t datatype, srcclComm_t comm, srcclRequest_t *request);
+srcclResult_t srcclIBarrier(srcclComm_t comm, srcclRequest_t *request);
+/* peer may be this rank (the matching srcclIRecv must follow). */
+srcclResult_t srcclISend(const void *sendbuff, size_t count, srcclDataType_t datatype, int peer,
+                         srcclComm_t comm, srcclRequest_t *request);
+srcclResult_t srcclIRecv(void *recvbuff, size_t count, srcclDataType_t datatype, int peer,
+                         srcclComm_t comm, srcclRequest_t *request);
+/* Makes progress; *done = 1 once the request is complete: the request is
+ * then released and the call's result returned (as MPI_Test). *done = 0:
+ * srcclSuccess, call again. */
 srcclResult_t srcclTest(srcclRequest_t request, int *done);
+/* Progresses (sleeping on the completion channel in between) until the
+ * request completes; releases it and returns the call's result. */
 srcclResult_t srcclWait(srcclRequest_t request);
 
 #ifdef __cplusplus

@@ -8,6 +8,7 @@ pkgs=(
   tshark                                                  # RoCEv2 dissection in tests
   libibverbs-dev ibverbs-utils perftest                   # verbs ABI header, conformance clients
   iproute2 ethtool                                        # network namespaces, veth offloads for two-host tests
+  gnuplot-nox                                             # srccl-perf --plot (test srccl.perf.plot)
 )
 
 missing=()

@@ -30,36 +30,52 @@ void *sc_scratch(srcclComm_t c, size_t len)
     return p;
 }
 
-static void comm_free(srcclComm_t c)
+void sc_comm_free(srcclComm_t c)
 {
     if (!c)
         return;
+    sc_sched_abort(c);
     sc_tp_close(c);
     free(c->peers);
+    free(c->p2p_busy);
     free(c->scratch);
     c->magic = 0;
     free(c);
 }
 
-static srcclResult_t comm_init(srcclComm_t *out, int nranks, int rank, struct sc_id *id,
-                               const struct sc_config *cfg)
+srcclComm_t sc_comm_alloc(int nranks, int rank, const struct sc_config *cfg)
 {
     srcclComm_t c = calloc(1, sizeof(*c));
-    if (!c) {
-        sc_set_thread_error("out of memory");
-        return srcclSystemError;
-    }
+    if (!c)
+        return NULL;
     c->magic = SC_COMM_MAGIC;
     c->rank = rank;
     c->nranks = nranks;
     c->cfg = *cfg;
     sc_kernels_init(&c->kern, cfg->simd);
+    c->peers = calloc((size_t)nranks, sizeof(*c->peers));
+    c->p2p_busy = calloc((size_t)nranks, 2);
+    if (!c->peers || !c->p2p_busy) {
+        sc_comm_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static srcclResult_t comm_init(srcclComm_t *out, int nranks, int rank, struct sc_id *id,
+                               const struct sc_config *cfg)
+{
+    srcclComm_t c = sc_comm_alloc(nranks, rank, cfg);
+    if (!c) {
+        sc_set_thread_error("out of memory");
+        return srcclSystemError;
+    }
     srcclResult_t r = srcclSuccess;
     struct sc_boot boot = {.listen_fd = -1};
     size_t rec_len = sizeof(struct sc_wire_rank) + (size_t)nranks * sizeof(struct sc_wire_peer);
     struct sc_wire_rank *mine = calloc(1, rec_len);
     uint8_t *all = calloc((size_t)nranks, rec_len);
-    if (!(c->peers = calloc((size_t)nranks, sizeof(*c->peers))) || !mine || !all) {
+    if (!mine || !all) {
         r = sc_fail(c, srcclSystemError, "out of memory");
         goto out;
     }
@@ -107,7 +123,7 @@ out:
     if (r) {
         /* The message lives on in the thread's buffer after c is gone. */
         sc_set_thread_error("%s", c->last_err[0] ? c->last_err : srcclGetErrorString(r));
-        comm_free(c);
+        sc_comm_free(c);
         return r;
     }
     *out = c;
@@ -192,10 +208,12 @@ SC_EXPORT srcclResult_t srcclCommDestroy(srcclComm_t comm)
 {
     if (bad_comm(comm, "srcclCommDestroy"))
         return srcclInvalidArgument;
-    srcclResult_t r = drain(comm);
+    srcclResult_t r = sc_sched_finish(comm); /* requests still queued complete first */
+    if (!r)
+        r = drain(comm);
     if (r)
         sc_set_thread_error("%s", comm->last_err);
-    comm_free(comm);
+    sc_comm_free(comm);
     return r;
 }
 
@@ -203,7 +221,7 @@ SC_EXPORT srcclResult_t srcclCommAbort(srcclComm_t comm)
 {
     if (bad_comm(comm, "srcclCommAbort"))
         return srcclInvalidArgument;
-    comm_free(comm);
+    sc_comm_free(comm);
     return srcclSuccess;
 }
 
@@ -305,152 +323,157 @@ static srcclResult_t done(srcclComm_t c, const char *fn, srcclResult_t r)
     return r;
 }
 
-SC_EXPORT srcclResult_t srcclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
-                                       srcclDataType_t datatype, srcclRedOp_t op, srcclComm_t comm)
+srcclResult_t sc_op_run(srcclComm_t c, const struct sc_op *o)
 {
-    struct call a = {"srcclAllReduce",
-                     sendbuff,
-                     recvbuff,
-                     count,
-                     1,
-                     datatype,
-                     op,
-                     0,
-                     NEED_OP | NEED_SEND | NEED_RECV};
-    srcclResult_t r = check(comm, &a);
-    if (r || !count)
-        return r;
-    comm->ops++;
-    size_t bytes = count * sc_type_size(datatype);
-    return done(comm, a.fn,
-                sc_allreduce(comm, sendbuff, recvbuff, count, datatype, op,
-                             pick(comm, a.fn, SC_ALLREDUCE, bytes)));
+    size_t es = sc_type_size(o->dt), n = (size_t)c->nranks;
+    srcclResult_t r;
+    struct sc_prims p;
+    c->ops++;
+    switch (o->kind) {
+    case SC_OP_ALLREDUCE:
+        r = sc_allreduce(c, o->send, o->recv, o->cnt, o->dt, o->op,
+                         pick(c, o->fn, SC_ALLREDUCE, o->cnt * es));
+        break;
+    case SC_OP_BROADCAST:
+        r = sc_broadcast(c, o->send, o->recv, o->cnt, o->dt, o->root,
+                         pick(c, o->fn, SC_BROADCAST, o->cnt * es));
+        break;
+    case SC_OP_REDUCE:
+        r = sc_reduce(c, o->send, o->recv, o->cnt, o->dt, o->op, o->root,
+                      pick(c, o->fn, SC_REDUCE, o->cnt * es));
+        break;
+    case SC_OP_ALLGATHER:
+        r = sc_allgather(c, o->send, o->recv, o->cnt, o->dt,
+                         pick(c, o->fn, SC_ALLGATHER, o->cnt * es * n));
+        break;
+    case SC_OP_REDUCE_SCATTER:
+        r = sc_reduce_scatter(c, o->send, o->recv, o->cnt, o->dt, o->op,
+                              pick(c, o->fn, SC_REDUCE_SCATTER, o->cnt * es * n));
+        break;
+    case SC_OP_ALLTOALL:
+        r = sc_alltoall(c, o->send, o->recv, o->cnt, o->dt);
+        break;
+    case SC_OP_BARRIER:
+        r = sc_barrier(c);
+        break;
+    case SC_OP_SEND:
+        sc_prims_init(&p, c, o->root, o->root, o->dt, srcclSum);
+        r = sc_send_msg(&p, o->send, o->cnt);
+        break;
+    case SC_OP_RECV:
+        sc_prims_init(&p, c, o->root, o->root, o->dt, srcclSum);
+        r = sc_recv_msg(&p, o->recv, o->cnt);
+        break;
+    default:
+        r = sc_fail(c, srcclInternalError, "%s: unknown operation %d", o->fn, (int)o->kind);
+        break;
+    }
+    return done(c, o->fn, r);
 }
 
-SC_EXPORT srcclResult_t srcclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
-                                       srcclDataType_t datatype, int root, srcclComm_t comm)
+/* Checks, then runs (request == NULL) or starts the call. */
+static srcclResult_t call_checked(srcclComm_t comm, const struct call *a, enum sc_op_kind kind,
+                                  srcclRequest_t *request)
 {
-    struct call a = {"srcclBroadcast",     sendbuff, recvbuff, count, 1, datatype, srcclSum, root,
-                     NEED_ROOT | NEED_RECV};
-    srcclResult_t r = check(comm, &a);
+    if (request)
+        *request = NULL;
+    srcclResult_t r = check(comm, a);
     if (r)
         return r;
-    if (count && comm->rank == root && !sendbuff)
-        return sc_fail(comm, srcclInvalidArgument, "srcclBroadcast: sendbuff is NULL on the root");
-    if (!count)
-        return srcclSuccess;
-    comm->ops++;
-    size_t bytes = count * sc_type_size(datatype);
-    return done(comm, a.fn,
-                sc_broadcast(comm, sendbuff, recvbuff, count, datatype, root,
-                             pick(comm, a.fn, SC_BROADCAST, bytes)));
+    struct sc_op o = {.kind = kind,
+                      .fn = a->fn,
+                      .send = a->send,
+                      .recv = (void *)a->recv,
+                      .cnt = a->cnt,
+                      .dt = a->dt,
+                      .op = a->op,
+                      .root = a->root};
+    if (kind == SC_OP_BROADCAST && a->cnt && comm->rank == a->root && !a->send)
+        return sc_fail(comm, srcclInvalidArgument, "%s: sendbuff is NULL on the root", a->fn);
+    if (kind == SC_OP_REDUCE && a->cnt && comm->rank == a->root && !a->recv)
+        return sc_fail(comm, srcclInvalidArgument, "%s: recvbuff is NULL on the root", a->fn);
+    return sc_submit(comm, &o, request);
 }
 
-SC_EXPORT srcclResult_t srcclReduce(const void *sendbuff, void *recvbuff, size_t count,
-                                    srcclDataType_t datatype, srcclRedOp_t op, int root,
-                                    srcclComm_t comm)
+static srcclResult_t call(srcclComm_t comm, const struct call *a, enum sc_op_kind kind,
+                          srcclRequest_t *request)
 {
-    struct call a = {"srcclReduce",
-                     sendbuff,
-                     recvbuff,
-                     count,
-                     1,
-                     datatype,
-                     op,
-                     root,
-                     NEED_OP | NEED_ROOT | NEED_SEND};
-    srcclResult_t r = check(comm, &a);
-    if (r)
-        return r;
-    if (count && comm->rank == root && !recvbuff)
-        return sc_fail(comm, srcclInvalidArgument, "srcclReduce: recvbuff is NULL on the root");
-    if (!count)
-        return srcclSuccess;
-    comm->ops++;
-    size_t bytes = count * sc_type_size(datatype);
-    return done(comm, a.fn,
-                sc_reduce(comm, sendbuff, recvbuff, count, datatype, op, root,
-                          pick(comm, a.fn, SC_REDUCE, bytes)));
+    return sc_group_note(call_checked(comm, a, kind, request));
 }
 
-SC_EXPORT srcclResult_t srcclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
-                                       srcclDataType_t datatype, srcclComm_t comm)
+static size_t units(srcclComm_t comm)
 {
-    struct call a = {"srcclAllGather",
-                     sendbuff,
-                     recvbuff,
-                     sendcount,
-                     comm && comm->magic == SC_COMM_MAGIC ? (size_t)comm->nranks : 1,
-                     datatype,
-                     srcclSum,
-                     0,
-                     NEED_SEND | NEED_RECV};
-    srcclResult_t r = check(comm, &a);
-    if (r || !sendcount)
-        return r;
-    comm->ops++;
-    size_t total = sendcount * sc_type_size(datatype) * (size_t)comm->nranks;
-    return done(comm, a.fn,
-                sc_allgather(comm, sendbuff, recvbuff, sendcount, datatype,
-                             pick(comm, a.fn, SC_ALLGATHER, total)));
+    return comm && comm->magic == SC_COMM_MAGIC ? (size_t)comm->nranks : 1;
 }
 
-SC_EXPORT srcclResult_t srcclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
-                                           srcclDataType_t datatype, srcclRedOp_t op,
-                                           srcclComm_t comm)
+/* The blocking calls and their non-blocking twins share one body. */
+static srcclResult_t allreduce(const char *fn, const void *sendbuff, void *recvbuff, size_t count,
+                               srcclDataType_t datatype, srcclRedOp_t op, srcclComm_t comm,
+                               srcclRequest_t *req)
 {
-    struct call a = {"srcclReduceScatter",
-                     sendbuff,
-                     recvbuff,
-                     recvcount,
-                     comm && comm->magic == SC_COMM_MAGIC ? (size_t)comm->nranks : 1,
-                     datatype,
-                     op,
-                     0,
-                     NEED_OP | NEED_SEND | NEED_RECV};
-    srcclResult_t r = check(comm, &a);
-    if (r || !recvcount)
-        return r;
-    comm->ops++;
-    size_t total = recvcount * sc_type_size(datatype) * (size_t)comm->nranks;
-    return done(comm, a.fn,
-                sc_reduce_scatter(comm, sendbuff, recvbuff, recvcount, datatype, op,
-                                  pick(comm, a.fn, SC_REDUCE_SCATTER, total)));
+    struct call a = {
+        fn, sendbuff, recvbuff, count, 1, datatype, op, 0, NEED_OP | NEED_SEND | NEED_RECV};
+    return call(comm, &a, SC_OP_ALLREDUCE, req);
 }
 
-SC_EXPORT srcclResult_t srcclAllToAll(const void *sendbuff, void *recvbuff, size_t count,
-                                      srcclDataType_t datatype, srcclComm_t comm)
+static srcclResult_t broadcast(const char *fn, const void *sendbuff, void *recvbuff, size_t count,
+                               srcclDataType_t datatype, int root, srcclComm_t comm,
+                               srcclRequest_t *req)
 {
-    struct call a = {"srcclAllToAll",
-                     sendbuff,
-                     recvbuff,
-                     count,
-                     comm && comm->magic == SC_COMM_MAGIC ? (size_t)comm->nranks : 1,
-                     datatype,
-                     srcclSum,
-                     0,
-                     NEED_SEND | NEED_RECV};
-    srcclResult_t r = check(comm, &a);
-    if (r || !count)
-        return r;
-    comm->ops++;
-    return done(comm, a.fn, sc_alltoall(comm, sendbuff, recvbuff, count, datatype));
+    struct call a = {
+        fn, sendbuff, recvbuff, count, 1, datatype, srcclSum, root, NEED_ROOT | NEED_RECV};
+    return call(comm, &a, SC_OP_BROADCAST, req);
 }
 
-SC_EXPORT srcclResult_t srcclBarrier(srcclComm_t comm)
+static srcclResult_t reduce(const char *fn, const void *sendbuff, void *recvbuff, size_t count,
+                            srcclDataType_t datatype, srcclRedOp_t op, int root, srcclComm_t comm,
+                            srcclRequest_t *req)
 {
-    struct call a = {"srcclBarrier", NULL, NULL, 0, 1, srcclUint8, srcclSum, 0, 0};
-    srcclResult_t r = check(comm, &a);
-    if (r)
-        return r;
-    comm->ops++;
-    return done(comm, a.fn, sc_barrier(comm));
+    struct call a = {
+        fn, sendbuff, recvbuff, count, 1, datatype, op, root, NEED_OP | NEED_ROOT | NEED_SEND};
+    return call(comm, &a, SC_OP_REDUCE, req);
 }
 
-static srcclResult_t p2p(const char *fn, const void *buf, size_t count, srcclDataType_t dt,
-                         int peer, srcclComm_t comm, bool send)
+static srcclResult_t allgather(const char *fn, const void *sendbuff, void *recvbuff,
+                               size_t sendcount, srcclDataType_t datatype, srcclComm_t comm,
+                               srcclRequest_t *req)
 {
-    struct call a = {fn, buf, buf, count, 1, dt, srcclSum, 0, NEED_SEND};
+    struct call a = {fn,        sendbuff,    recvbuff,
+                     sendcount, units(comm), datatype,
+                     srcclSum,  0,           NEED_SEND | NEED_RECV};
+    return call(comm, &a, SC_OP_ALLGATHER, req);
+}
+
+static srcclResult_t reduce_scatter(const char *fn, const void *sendbuff, void *recvbuff,
+                                    size_t recvcount, srcclDataType_t datatype, srcclRedOp_t op,
+                                    srcclComm_t comm, srcclRequest_t *req)
+{
+    struct call a = {fn,        sendbuff,    recvbuff,
+                     recvcount, units(comm), datatype,
+                     op,        0,           NEED_OP | NEED_SEND | NEED_RECV};
+    return call(comm, &a, SC_OP_REDUCE_SCATTER, req);
+}
+
+static srcclResult_t alltoall(const char *fn, const void *sendbuff, void *recvbuff, size_t count,
+                              srcclDataType_t datatype, srcclComm_t comm, srcclRequest_t *req)
+{
+    struct call a = {
+        fn, sendbuff, recvbuff, count, units(comm), datatype, srcclSum, 0, NEED_SEND | NEED_RECV};
+    return call(comm, &a, SC_OP_ALLTOALL, req);
+}
+
+static srcclResult_t barrier(const char *fn, srcclComm_t comm, srcclRequest_t *req)
+{
+    struct call a = {fn, NULL, NULL, 0, 1, srcclUint8, srcclSum, 0, 0};
+    return call(comm, &a, SC_OP_BARRIER, req);
+}
+
+static srcclResult_t p2p_checked(const char *fn, const void *buf, size_t count, srcclDataType_t dt,
+                                 int peer, srcclComm_t comm, bool send, srcclRequest_t *req)
+{
+    struct call a = {fn, buf, buf, count, 1, dt, srcclSum, peer, NEED_SEND};
+    if (req)
+        *req = NULL;
     srcclResult_t r = check(comm, &a);
     if (r)
         return r;
@@ -459,66 +482,172 @@ static srcclResult_t p2p(const char *fn, const void *buf, size_t count, srcclDat
                        "%s: peer %d is not a rank of this %d-rank "
                        "communicator",
                        fn, peer, comm->nranks);
-    if (peer == comm->rank)
+    /* To oneself: the matching receive must be queued too, so only inside
+     * a group or as requests. */
+    if (peer == comm->rank && !req && !sc_in_group())
         return sc_fail(comm, srcclInvalidUsage,
-                       "%s: peer %d is this rank: blocking self "
-                       "send/receive needs groups, not supported yet",
+                       "%s: peer %d is this rank: a blocking send or receive with oneself "
+                       "would wait for itself (put both in a group)",
                        fn, peer);
-    if (!count)
-        return srcclSuccess;
-    comm->ops++;
-    struct sc_prims p;
-    sc_prims_init(&p, comm, peer, peer, dt, srcclSum);
-    return done(comm, fn, send ? sc_send_msg(&p, buf, count) : sc_recv_msg(&p, (void *)buf, count));
+    struct sc_op o = {.kind = send ? SC_OP_SEND : SC_OP_RECV,
+                      .fn = fn,
+                      .send = buf,
+                      .recv = (void *)buf,
+                      .cnt = count,
+                      .dt = dt,
+                      .op = srcclSum,
+                      .root = peer};
+    return sc_submit(comm, &o, req);
+}
+
+static srcclResult_t p2p(const char *fn, const void *buf, size_t count, srcclDataType_t dt,
+                         int peer, srcclComm_t comm, bool send, srcclRequest_t *req)
+{
+    return sc_group_note(p2p_checked(fn, buf, count, dt, peer, comm, send, req));
+}
+
+SC_EXPORT srcclResult_t srcclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
+                                       srcclDataType_t datatype, srcclRedOp_t op, srcclComm_t comm)
+{
+    return allreduce("srcclAllReduce", sendbuff, recvbuff, count, datatype, op, comm, NULL);
+}
+
+SC_EXPORT srcclResult_t srcclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+                                       srcclDataType_t datatype, int root, srcclComm_t comm)
+{
+    return broadcast("srcclBroadcast", sendbuff, recvbuff, count, datatype, root, comm, NULL);
+}
+
+SC_EXPORT srcclResult_t srcclReduce(const void *sendbuff, void *recvbuff, size_t count,
+                                    srcclDataType_t datatype, srcclRedOp_t op, int root,
+                                    srcclComm_t comm)
+{
+    return reduce("srcclReduce", sendbuff, recvbuff, count, datatype, op, root, comm, NULL);
+}
+
+SC_EXPORT srcclResult_t srcclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+                                       srcclDataType_t datatype, srcclComm_t comm)
+{
+    return allgather("srcclAllGather", sendbuff, recvbuff, sendcount, datatype, comm, NULL);
+}
+
+SC_EXPORT srcclResult_t srcclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
+                                           srcclDataType_t datatype, srcclRedOp_t op,
+                                           srcclComm_t comm)
+{
+    return reduce_scatter("srcclReduceScatter", sendbuff, recvbuff, recvcount, datatype, op, comm,
+                          NULL);
+}
+
+SC_EXPORT srcclResult_t srcclAllToAll(const void *sendbuff, void *recvbuff, size_t count,
+                                      srcclDataType_t datatype, srcclComm_t comm)
+{
+    return alltoall("srcclAllToAll", sendbuff, recvbuff, count, datatype, comm, NULL);
+}
+
+SC_EXPORT srcclResult_t srcclBarrier(srcclComm_t comm)
+{
+    return barrier("srcclBarrier", comm, NULL);
 }
 
 SC_EXPORT srcclResult_t srcclSend(const void *sendbuff, size_t count, srcclDataType_t datatype,
                                   int peer, srcclComm_t comm)
 {
-    return p2p("srcclSend", sendbuff, count, datatype, peer, comm, true);
+    return p2p("srcclSend", sendbuff, count, datatype, peer, comm, true, NULL);
 }
 
 SC_EXPORT srcclResult_t srcclRecv(void *recvbuff, size_t count, srcclDataType_t datatype, int peer,
                                   srcclComm_t comm)
 {
-    return p2p("srcclRecv", recvbuff, count, datatype, peer, comm, false);
+    return p2p("srcclRecv", recvbuff, count, datatype, peer, comm, false, NULL);
 }
 
-/* ---- declared, not supported yet ---- */
-SC_EXPORT srcclResult_t srcclGroupStart(void)
+/* ---- non-blocking twins: a request to test or wait on ---- */
+static bool no_request(srcclComm_t comm, const char *fn, srcclRequest_t *req)
 {
-    sc_set_thread_error("srcclGroupStart: groups are not supported yet");
-    return srcclNotSupported;
-}
-
-SC_EXPORT srcclResult_t srcclGroupEnd(void)
-{
-    sc_set_thread_error("srcclGroupEnd: groups are not supported yet");
-    return srcclNotSupported;
+    if (req)
+        return false;
+    if (comm && comm->magic == SC_COMM_MAGIC)
+        sc_fail(comm, srcclInvalidArgument, "%s: request is NULL", fn);
+    else
+        sc_set_thread_error("%s: request is NULL", fn);
+    return true;
 }
 
 SC_EXPORT srcclResult_t srcclIAllReduce(const void *sendbuff, void *recvbuff, size_t count,
                                         srcclDataType_t datatype, srcclRedOp_t op, srcclComm_t comm,
                                         srcclRequest_t *request)
 {
-    (void)sendbuff, (void)recvbuff, (void)count, (void)datatype, (void)op, (void)request;
-    if (comm && comm->magic == SC_COMM_MAGIC)
-        return sc_fail(comm, srcclNotSupported,
-                       "srcclIAllReduce: non-blocking collectives are not supported yet");
-    sc_set_thread_error("srcclIAllReduce: non-blocking collectives are not supported yet");
-    return srcclNotSupported;
+    if (no_request(comm, "srcclIAllReduce", request))
+        return srcclInvalidArgument;
+    return allreduce("srcclIAllReduce", sendbuff, recvbuff, count, datatype, op, comm, request);
 }
 
-SC_EXPORT srcclResult_t srcclTest(srcclRequest_t request, int *done_flag)
+SC_EXPORT srcclResult_t srcclIBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+                                        srcclDataType_t datatype, int root, srcclComm_t comm,
+                                        srcclRequest_t *request)
 {
-    (void)request, (void)done_flag;
-    sc_set_thread_error("srcclTest: non-blocking collectives are not supported yet");
-    return srcclNotSupported;
+    if (no_request(comm, "srcclIBroadcast", request))
+        return srcclInvalidArgument;
+    return broadcast("srcclIBroadcast", sendbuff, recvbuff, count, datatype, root, comm, request);
 }
 
-SC_EXPORT srcclResult_t srcclWait(srcclRequest_t request)
+SC_EXPORT srcclResult_t srcclIReduce(const void *sendbuff, void *recvbuff, size_t count,
+                                     srcclDataType_t datatype, srcclRedOp_t op, int root,
+                                     srcclComm_t comm, srcclRequest_t *request)
 {
-    (void)request;
-    sc_set_thread_error("srcclWait: non-blocking collectives are not supported yet");
-    return srcclNotSupported;
+    if (no_request(comm, "srcclIReduce", request))
+        return srcclInvalidArgument;
+    return reduce("srcclIReduce", sendbuff, recvbuff, count, datatype, op, root, comm, request);
+}
+
+SC_EXPORT srcclResult_t srcclIAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+                                        srcclDataType_t datatype, srcclComm_t comm,
+                                        srcclRequest_t *request)
+{
+    if (no_request(comm, "srcclIAllGather", request))
+        return srcclInvalidArgument;
+    return allgather("srcclIAllGather", sendbuff, recvbuff, sendcount, datatype, comm, request);
+}
+
+SC_EXPORT srcclResult_t srcclIReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
+                                            srcclDataType_t datatype, srcclRedOp_t op,
+                                            srcclComm_t comm, srcclRequest_t *request)
+{
+    if (no_request(comm, "srcclIReduceScatter", request))
+        return srcclInvalidArgument;
+    return reduce_scatter("srcclIReduceScatter", sendbuff, recvbuff, recvcount, datatype, op, comm,
+                          request);
+}
+
+SC_EXPORT srcclResult_t srcclIAllToAll(const void *sendbuff, void *recvbuff, size_t count,
+                                       srcclDataType_t datatype, srcclComm_t comm,
+                                       srcclRequest_t *request)
+{
+    if (no_request(comm, "srcclIAllToAll", request))
+        return srcclInvalidArgument;
+    return alltoall("srcclIAllToAll", sendbuff, recvbuff, count, datatype, comm, request);
+}
+
+SC_EXPORT srcclResult_t srcclIBarrier(srcclComm_t comm, srcclRequest_t *request)
+{
+    if (no_request(comm, "srcclIBarrier", request))
+        return srcclInvalidArgument;
+    return barrier("srcclIBarrier", comm, request);
+}
+
+SC_EXPORT srcclResult_t srcclISend(const void *sendbuff, size_t count, srcclDataType_t datatype,
+                                   int peer, srcclComm_t comm, srcclRequest_t *request)
+{
+    if (no_request(comm, "srcclISend", request))
+        return srcclInvalidArgument;
+    return p2p("srcclISend", sendbuff, count, datatype, peer, comm, true, request);
+}
+
+SC_EXPORT srcclResult_t srcclIRecv(void *recvbuff, size_t count, srcclDataType_t datatype, int peer,
+                                   srcclComm_t comm, srcclRequest_t *request)
+{
+    if (no_request(comm, "srcclIRecv", request))
+        return srcclInvalidArgument;
+    return p2p("srcclIRecv", recvbuff, count, datatype, peer, comm, false, request);
 }

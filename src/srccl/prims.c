@@ -55,8 +55,12 @@ static srcclResult_t wait_for(struct sc_prims *p, const void **rx, size_t want, 
             break;
         if (!deadline)
             deadline = sc_now_ns() + c->cfg.timeout_ns;
-        srcclResult_t r = rx && !*rx ? sc_tp_wait(c, deadline, "for data from", p->recv_peer)
-                                     : sc_tp_wait(c, deadline, "for credit from", p->send_peer);
+        bool data = rx && !*rx;
+        const char *what = data ? "for data from" : "for credit from";
+        int peer = data ? p->recv_peer : p->send_peer;
+        /* Queued (non-blocking or grouped): yield to srcclTest / srcclWait. */
+        srcclResult_t r =
+            c->in_co ? sc_co_block(c, &deadline, what, peer) : sc_tp_wait(c, deadline, what, peer);
         if (r)
             return r;
     }

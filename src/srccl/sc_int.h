@@ -9,6 +9,10 @@
  *                recv-reduce-send, recv-reduce-copy-send, recv-copy-send, ...)
  *   algos.c      ring, recursive doubling, Bruck and binomial trees over the primitives
  *   comm.c       the public API: argument checks, communicators, dispatch
+ *   sched.c      each communicator's queue of requests (non-blocking calls, groups,
+ *                blocking calls behind them): collectives as coroutines, fused
+ *                point-to-point windows, srcclTest / srcclWait / srcclGroupEnd
+ *   split.c      srcclCommSplit: new QPs exchanged over the parent communicator
  * Only <infiniband/verbs.h> is used below: srccl must run on any libibverbs. */
 #ifndef SC_INT_H
 #define SC_INT_H
@@ -171,6 +175,16 @@ srcclResult_t sc_tp_progress(srcclComm_t comm, int *progressed);
 /* Polls, then sleeps on the completion channel, until something happens
  * or the deadline. */
 srcclResult_t sc_tp_wait(srcclComm_t comm, uint64_t deadline_ns, const char *what, int peer);
+/* The same wait without an error at the deadline: returns after a
+ * completion, an event, 100 ms or until_ns, whichever comes first. */
+srcclResult_t sc_tp_idle(srcclComm_t comm, uint64_t until_ns);
+/* Arms the completion channel if it is not; *progressed > 0 if completions
+ * were polled meanwhile (then do not sleep). */
+srcclResult_t sc_tp_arm(srcclComm_t comm, int *progressed);
+/* After the channel's fd polled readable: consumes the event. */
+void sc_tp_ack(srcclComm_t comm);
+/* Records the timeout of a wait "for data from" / "for credit from" peer. */
+srcclResult_t sc_tp_timeout(srcclComm_t comm, const char *what, int peer);
 
 /* ---- the communicator ---- */
 struct srcclComm {
@@ -201,6 +215,15 @@ struct srcclComm {
     void *scratch;
     size_t scratch_len;
     uint64_t ops; /* collectives called, for messages */
+    /* sched.c: requests in call order; the head runs, a run of
+     * point-to-point requests at the head runs together */
+    struct srcclRequest *q_head, *q_tail;
+    struct sc_co *co;      /* the coroutine collectives run in when queued */
+    bool in_co;            /* executing on the coroutine's stack */
+    uint64_t p2p_since_ns; /* the point-to-point window's last progress */
+    uint64_t left_ns;      /* returned to the application with requests queued */
+    uint64_t away_ns;      /* total time so spent: it does not count toward timeouts */
+    uint8_t *p2p_busy;     /* nranks x 2: a peer's direction taken in this pass */
 };
 
 #define SC_COMM_MAGIC 0x5343434cu /* "SCCL" */
@@ -210,6 +233,52 @@ srcclResult_t sc_fail(srcclComm_t comm, srcclResult_t r, const char *fmt, ...) S
 void sc_set_thread_error(const char *fmt, ...) SC_PRINTF(1, 2);
 void sc_debug(srcclComm_t comm, const char *fmt, ...) SC_PRINTF(2, 3);
 void *sc_scratch(srcclComm_t comm, size_t len);
+
+srcclComm_t sc_comm_alloc(int nranks, int rank, const struct sc_config *cfg);
+void sc_comm_free(srcclComm_t comm);
+
+/* ---- sched.c ---- */
+enum sc_op_kind {
+    SC_OP_ALLREDUCE,
+    SC_OP_BROADCAST,
+    SC_OP_REDUCE,
+    SC_OP_ALLGATHER,
+    SC_OP_REDUCE_SCATTER,
+    SC_OP_ALLTOALL,
+    SC_OP_BARRIER,
+    SC_OP_SEND,
+    SC_OP_RECV,
+};
+
+/* One call, arguments checked: what a request or a group entry holds. */
+struct sc_op {
+    enum sc_op_kind kind;
+    const char *fn; /* the public call, for messages */
+    const void *send;
+    void *recv;
+    size_t cnt;
+    srcclDataType_t dt;
+    srcclRedOp_t op;
+    int root; /* root, or the peer of a send / receive */
+};
+
+/* comm.c: runs a call to completion on the caller's stack or, when
+ * comm->in_co, on the coroutine's (its waits then yield). */
+srcclResult_t sc_op_run(srcclComm_t comm, const struct sc_op *op);
+/* Runs, queues (request != NULL: non-blocking) or adds to the thread's
+ * open group. */
+srcclResult_t sc_submit(srcclComm_t comm, const struct sc_op *op, srcclRequest_t *request);
+/* Inside a coroutine: polls once, then yields to the scheduler until the
+ * next pass; srcclTimeout once *deadline_ns has passed. The time the
+ * application spends outside srccl meanwhile moves *deadline_ns on. */
+srcclResult_t sc_co_block(srcclComm_t comm, uint64_t *deadline_ns, const char *what, int peer);
+/* Completes every queued request (destroy), or fails them (abort). */
+srcclResult_t sc_sched_finish(srcclComm_t comm);
+void sc_sched_abort(srcclComm_t comm);
+bool sc_in_group(void);
+/* A call made inside a group failed with r: srcclGroupEnd will run
+ * nothing and return the first such failure. Returns r. */
+srcclResult_t sc_group_note(srcclResult_t r);
 
 /* ---- prims.c ---- */
 /* One primitive moves one chunk (<= slot_len bytes) between this rank and

@@ -439,46 +439,74 @@ srcclResult_t sc_tp_progress(srcclComm_t c, int *progressed)
     }
 }
 
-srcclResult_t sc_tp_wait(srcclComm_t c, uint64_t deadline, const char *what, int peer)
+srcclResult_t sc_tp_timeout(srcclComm_t c, const char *what, int peer)
 {
-    int prog;
-    srcclResult_t r = sc_tp_progress(c, &prog);
-    if (r || prog)
-        return r;
-    uint64_t now = sc_now_ns();
-    uint64_t spin_end = now + c->cfg.spin_ns;
-    while (now < spin_end && now < deadline) {
-        if ((r = sc_tp_progress(c, &prog)) || prog)
-            return r;
-        now = sc_now_ns();
-    }
-    if (now >= deadline)
-        goto timeout;
-    if (!c->cq_armed) {
-        int e = ibv_req_notify_cq(c->cq, 0);
-        if (e)
-            return sc_fail(c, srcclSystemError, "ibv_req_notify_cq: %s", strerror(e));
-        c->cq_armed = true;
-        /* A completion between the last poll and arming raises no event. */
-        if ((r = sc_tp_progress(c, &prog)) || prog)
-            return r;
-    }
-    uint64_t left_ms = (deadline - now + 999999) / 1000000;
-    struct pollfd pfd = {.fd = c->channel->fd, .events = POLLIN};
-    int pr = poll(&pfd, 1, (int)SC_MIN(left_ms, 100));
-    if (pr > 0) {
-        struct ibv_cq *cq;
-        void *ctx;
-        if (ibv_get_cq_event(c->channel, &cq, &ctx) == 0) {
-            ibv_ack_cq_events(cq, 1);
-            c->cq_armed = false;
-        }
-    }
-    if (sc_now_ns() < deadline)
-        return srcclSuccess;
-timeout:
     return sc_fail(c, srcclTimeout,
                    "call #%llu: waited %.1f s (SRCCL_TIMEOUT) %s rank %d: that rank is dead, "
                    "hung, or not calling the same collective",
                    (unsigned long long)c->ops, (double)c->cfg.timeout_ns / 1e9, what, peer);
+}
+
+srcclResult_t sc_tp_arm(srcclComm_t c, int *progressed)
+{
+    *progressed = 0;
+    if (c->cq_armed)
+        return srcclSuccess;
+    int e = ibv_req_notify_cq(c->cq, 0);
+    if (e)
+        return sc_fail(c, srcclSystemError, "ibv_req_notify_cq: %s", strerror(e));
+    c->cq_armed = true;
+    /* A completion between the last poll and arming raises no event. */
+    return sc_tp_progress(c, progressed);
+}
+
+void sc_tp_ack(srcclComm_t c)
+{
+    struct ibv_cq *cq;
+    void *ctx;
+    struct pollfd pfd = {.fd = c->channel->fd, .events = POLLIN};
+    if (poll(&pfd, 1, 0) == 1 && ibv_get_cq_event(c->channel, &cq, &ctx) == 0) {
+        ibv_ack_cq_events(cq, 1);
+        c->cq_armed = false;
+    }
+}
+
+/* Polls, spins, then sleeps on the channel: returns after a completion,
+ * an event, 100 ms or until_ns. *woke: completions were polled. */
+static srcclResult_t idle(srcclComm_t c, uint64_t until, int *woke)
+{
+    srcclResult_t r = sc_tp_progress(c, woke);
+    if (r || *woke)
+        return r;
+    uint64_t now = sc_now_ns();
+    uint64_t spin_end = now + c->cfg.spin_ns;
+    while (now < spin_end && now < until) {
+        if ((r = sc_tp_progress(c, woke)) || *woke)
+            return r;
+        now = sc_now_ns();
+    }
+    if (now >= until)
+        return srcclSuccess;
+    if ((r = sc_tp_arm(c, woke)) || *woke)
+        return r;
+    uint64_t left_ms = (until - now + 999999) / 1000000;
+    struct pollfd pfd = {.fd = c->channel->fd, .events = POLLIN};
+    if (poll(&pfd, 1, (int)SC_MIN(left_ms, 100)) > 0)
+        sc_tp_ack(c);
+    return srcclSuccess;
+}
+
+srcclResult_t sc_tp_idle(srcclComm_t c, uint64_t until)
+{
+    int woke;
+    return idle(c, until, &woke);
+}
+
+srcclResult_t sc_tp_wait(srcclComm_t c, uint64_t deadline, const char *what, int peer)
+{
+    int woke;
+    srcclResult_t r = idle(c, deadline, &woke);
+    if (r || woke || sc_now_ns() < deadline)
+        return r;
+    return sc_tp_timeout(c, what, peer);
 }

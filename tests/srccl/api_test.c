@@ -92,10 +92,10 @@ static int test_args(void)
                "send to self");
     expect_err(comm, srcclRecv(buf, 1, srcclFloat32, 5, comm), srcclInvalidArgument, "peer 5",
                "bad peer");
-    expect_err(NULL, srcclGroupStart(), srcclNotSupported, "not supported", "groups");
-    srcclRequest_t req = NULL;
-    expect_err(comm, srcclIAllReduce(buf, buf, 1, srcclFloat32, srcclSum, comm, &req),
-               srcclNotSupported, "not supported", "non-blocking");
+    expect_err(NULL, srcclGroupEnd(), srcclInvalidUsage, "no group is open", "group end alone");
+    expect_err(comm, srcclIAllReduce(buf, buf, 1, srcclFloat32, srcclSum, comm, NULL),
+               srcclInvalidArgument, "request is NULL", "non-blocking without a request");
+    expect_err(NULL, srcclWait(NULL), srcclInvalidArgument, "request is NULL", "wait NULL");
     EXPECT(srcclCommCount(comm, NULL) == srcclInvalidArgument, "count NULL");
     /* Zero counts are no-ops, even with NULL buffers. */
     EXPECT(srcclAllReduce(NULL, NULL, 0, srcclFloat32, srcclSum, comm) == srcclSuccess, "count 0");

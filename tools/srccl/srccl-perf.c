@@ -8,9 +8,14 @@
  * all-gather and reduce-scatter (n-1)/n, all-to-all (n-1)/n, broadcast and
  * reduce 1. Sizes are total bytes as in nccl-tests (for all-gather the
  * gathered output, for reduce-scatter the input). The time is the slowest
- * rank's average. */
+ * rank's average.
+ *
+ * --csv FILE writes the table's rows as CSV (rank 0); --plot FILE.png draws
+ * busbw against size (log2 axis) with gnuplot, one line per datatype / op
+ * and placement. */
 #include "srccl.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdbool.h>
@@ -39,6 +44,15 @@ struct opts {
     int root;
     int check;
     int iters, warmup;
+    const char *csv;  /* --csv FILE */
+    const char *plot; /* --plot FILE.png */
+};
+
+/* One printed row, kept for the plot. */
+struct row {
+    size_t bytes;
+    int dt, op;
+    double busbw[2]; /* out of place, in place */
 };
 
 #define CHECK(call)                                                                                \
@@ -105,6 +119,8 @@ static void usage(FILE *f)
                "  -c, --check 0|1       check the results (default 1)\n"
                "  -n, --iters N         timed iterations (default 20)\n"
                "  -w, --warmup_iters N  untimed iterations first (default 5)\n"
+               "      --csv FILE        also write the rows as CSV (rank 0)\n"
+               "      --plot FILE.png   draw busbw against size with gnuplot (must be installed)\n"
                "note: unlike nccl-tests (one binary per collective, -o = reduction op), -o picks\n"
                "the collective and -R the op.\n");
 }
@@ -134,6 +150,8 @@ static void parse(int argc, char **argv, struct opts *o)
                                        {"iters", required_argument, NULL, 'n'},
                                        {"warmup_iters", required_argument, NULL, 'w'},
                                        {"help", no_argument, NULL, 'h'},
+                                       {"csv", required_argument, NULL, 'C'},
+                                       {"plot", required_argument, NULL, 'P'},
                                        {NULL, 0, NULL, 0}};
     int c, v;
     while ((c = getopt_long(argc, argv, "b:e:f:i:o:R:d:r:c:n:w:h", lo, NULL)) != -1) {
@@ -201,6 +219,12 @@ static void parse(int argc, char **argv, struct opts *o)
             break;
         case 'w':
             o->warmup = atoi(optarg);
+            break;
+        case 'C':
+            o->csv = optarg;
+            break;
+        case 'P':
+            o->plot = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -482,10 +506,104 @@ static void measure(struct bench *b, size_t cnt, srcclDataType_t dt, srcclRedOp_
     *us = t;
 }
 
+/* gnuplot's path from PATH, or false. */
+static bool find_gnuplot(char *path, size_t len)
+{
+    const char *env = getenv("PATH");
+    char dirs[4096];
+    snprintf(dirs, sizeof(dirs), "%s", env ? env : "/usr/bin:/bin");
+    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        snprintf(path, len, "%s/gnuplot", *d ? d : ".");
+        if (access(path, X_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* busbw against size, one line per datatype / op and placement; 0 on
+ * success. The data goes through a temporary file, one gnuplot data block
+ * per series. */
+static int plot(const struct opts *o, const struct row *rows, size_t nrows, int nranks,
+                const char *gnuplot)
+{
+    char dat[] = "/tmp/srccl-perf-XXXXXX";
+    int fd = mkstemp(dat);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        fprintf(stderr, "srccl-perf: --plot: temporary file: %s\n", strerror(errno));
+        return 1;
+    }
+    int blocks = 0, first_dt[64], first_op[64];
+    for (size_t i = 0; i < nrows; i++) {
+        if (i == 0 || rows[i].dt != rows[i - 1].dt || rows[i].op != rows[i - 1].op) {
+            if (i)
+                fprintf(f, "\n\n");
+            if (blocks < 64) {
+                first_dt[blocks] = rows[i].dt;
+                first_op[blocks] = rows[i].op;
+            }
+            blocks++;
+        }
+        fprintf(f, "%zu %.6f %.6f\n", rows[i].bytes, rows[i].busbw[0], rows[i].busbw[1]);
+    }
+    fclose(f);
+    if (blocks > 64)
+        blocks = 64;
+    char cmd[4200];
+    snprintf(cmd, sizeof(cmd), "'%s'", gnuplot);
+    FILE *g = popen(cmd, "w");
+    if (!g) {
+        fprintf(stderr, "srccl-perf: --plot: cannot run %s: %s\n", gnuplot, strerror(errno));
+        unlink(dat);
+        return 1;
+    }
+    bool has_op = o->coll == C_ALLREDUCE || o->coll == C_REDUCE || o->coll == C_REDUCESCATTER;
+    fprintf(g,
+            "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+            "  set terminal pngcairo size 1000,600 noenhanced\n"
+            "} else {\n"
+            "  set terminal png size 1000,600 noenhanced\n"
+            "}\n"
+            "set output '%s'\n"
+            "set title 'srccl-perf %s, %d ranks: bus bandwidth'\n"
+            "set logscale x 2\n"
+            "set format x '%%.0b%%B'\n"
+            "set xlabel 'size (bytes)'\n"
+            "set ylabel 'busbw (GB/s)'\n"
+            "set key top left\n"
+            "set grid\n"
+            "plot",
+            o->plot, coll_name[o->coll], nranks);
+    for (int b = 0; b < blocks; b++) {
+        for (int ip = 0; ip < 2; ip++)
+            fprintf(g, "%s '%s' index %d using 1:%d with linespoints title '%s%s%s %s'",
+                    b || ip ? "," : "", dat, b, 2 + ip, type_name[first_dt[b]], has_op ? " " : "",
+                    has_op ? op_name[first_op[b]] : "", ip ? "in-place" : "out-of-place");
+    }
+    fprintf(g, "\n");
+    int st = pclose(g);
+    unlink(dat);
+    if (st != 0) {
+        fprintf(stderr, "srccl-perf: --plot: gnuplot failed (status %d)\n", st);
+        return 1;
+    }
+    if (access(o->plot, R_OK) != 0) {
+        fprintf(stderr, "srccl-perf: --plot: gnuplot wrote no %s\n", o->plot);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct opts o;
     parse(argc, argv, &o);
+    char gnuplot[4200] = "";
+    if (o.plot && !find_gnuplot(gnuplot, sizeof(gnuplot))) {
+        fprintf(stderr, "srccl-perf: --plot needs gnuplot, which is not in PATH (Debian: apt-get "
+                        "install gnuplot-nox)\n");
+        return 1;
+    }
     srcclComm_t comm = NULL;
     srcclResult_t r = srcclCommInitFromEnv(&comm);
     if (r) {
@@ -509,6 +627,17 @@ int main(int argc, char **argv)
     }
     memset(b.send, 0, cap);
     memset(b.recv, 0, cap);
+    FILE *csv = NULL;
+    struct row *rows = NULL;
+    size_t nrows = 0, rows_cap = 0;
+    if (b.rank == 0 && o.csv) {
+        if (!(csv = fopen(o.csv, "w"))) {
+            fprintf(stderr, "srccl-perf: --csv %s: %s\n", o.csv, strerror(errno));
+            return 1;
+        }
+        fprintf(csv, "size_bytes,count,type,redop,root,oop_time_us,oop_algbw_gbs,oop_busbw_gbs,"
+                     "oop_wrong,ip_time_us,ip_algbw_gbs,ip_busbw_gbs,ip_wrong\n");
+    }
 
     bool rooted = o.coll == C_BROADCAST || o.coll == C_REDUCE;
     bool has_op = o.coll == C_ALLREDUCE || o.coll == C_REDUCE || o.coll == C_REDUCESCATTER;
@@ -551,8 +680,12 @@ int main(int argc, char **argv)
                     measure(&b, per, (srcclDataType_t)dt, (srcclRedOp_t)op, ip == 1, &t[ip],
                             &w[ip]);
                 if (b.rank == 0) {
+                    struct row rw = {bytes, dt, op, {0, 0}};
                     printf("%12zu  %12zu  %8s  %6s  %6d", bytes, total, type_name[dt],
                            has_op ? op_name[op] : "none", rooted ? o.root : -1);
+                    if (csv)
+                        fprintf(csv, "%zu,%zu,%s,%s,%d", bytes, total, type_name[dt],
+                                has_op ? op_name[op] : "none", rooted ? o.root : -1);
                     for (int ip = 0; ip < 2; ip++) {
                         double algbw = t[ip] > 0 ? (double)bytes / 1e3 / t[ip] : 0;
                         char wbuf[24];
@@ -562,11 +695,28 @@ int main(int argc, char **argv)
                             snprintf(wbuf, sizeof(wbuf), "%ld", w[ip]);
                         printf("  %7.*f  %6.2f  %6.2f  %6s", t[ip] < 100 ? 2 : 1, t[ip], algbw,
                                algbw * busf, wbuf);
+                        if (csv) /* full precision: the table rounds */
+                            fprintf(csv, ",%.3f,%.6f,%.6f,%s", t[ip], algbw, algbw * busf, wbuf);
+                        rw.busbw[ip] = algbw * busf;
                         bw_sum += algbw * busf;
                         bw_cnt++;
                     }
                     printf("\n");
                     fflush(stdout);
+                    if (csv)
+                        fprintf(csv, "\n");
+                    if (o.plot) {
+                        if (nrows == rows_cap) {
+                            rows_cap = rows_cap ? 2 * rows_cap : 64;
+                            struct row *nr = realloc(rows, rows_cap * sizeof(*rows));
+                            if (!nr) {
+                                fprintf(stderr, "srccl-perf: out of memory\n");
+                                exit(1);
+                            }
+                            rows = nr;
+                        }
+                        rows[nrows++] = rw;
+                    }
                 }
                 total_wrong += (w[0] > 0 ? w[0] : 0) + (w[1] > 0 ? w[1] : 0);
                 size_t next =
@@ -585,5 +735,13 @@ int main(int argc, char **argv)
     CHECK(srcclCommDestroy(comm));
     free(b.send);
     free(b.recv);
-    return total_wrong ? 1 : 0;
+    int rc = total_wrong ? 1 : 0;
+    if (csv && fclose(csv) != 0) {
+        fprintf(stderr, "srccl-perf: --csv %s: %s\n", o.csv, strerror(errno));
+        rc = 1;
+    }
+    if (b.rank == 0 && o.plot && plot(&o, rows, nrows, b.n, gnuplot))
+        rc = 1;
+    free(rows);
+    return rc;
 }

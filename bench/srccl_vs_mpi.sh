@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# bench/srccl_vs_mpi.sh: srccl's all-reduce against Open MPI's, in one run.
+#
+# For 2 and 4 ranks on this host, float sum, 8 B to 64 MiB (x2 steps):
+#   - srccl: srccl-perf under srccl-run, over softrdma's UDP path
+#     (LD_LIBRARY_PATH=<build>/lib: RoCEv2 datagrams on loopback);
+#   - Open MPI over TCP: bench/mpi_allreduce.c under
+#     mpirun --oversubscribe --allow-run-as-root --mca pml ob1
+#            --mca btl tcp,self --mca btl_tcp_if_include lo
+#   - Open MPI over shared memory (--mca btl vader,self), for reference.
+# Both programs print nccl-tests' columns (busbw = algbw * 2(n-1)/n) and
+# write them as CSV; each point is measured BENCH_REPS times (interleaved
+# runs) and the table gives medians of the out-of-place time and busbw, the
+# ratio srccl busbw / OMPI-tcp busbw per size, and the 8 B latency ratio.
+# Small sizes (8 B..32 KiB) run BENCH_SMALL_ITERS timed iterations, large
+# ones (64 KiB..64 MiB) BENCH_LARGE_ITERS. A benchmark, not a test.
+#
+# Environment:
+#   BENCH_REPS         repetitions (3)
+#   BENCH_RANKS        rank counts ("2 4")
+#   BENCH_SMALL_ITERS  timed iterations up to 32 KiB (100; warm-up 10)
+#   BENCH_LARGE_ITERS  timed iterations from 64 KiB (5; warm-up 2)
+#   BENCH_MAX          largest size (64M)
+#   BENCH_BUILD        build directory (build-bench, configured if missing)
+#   BENCH_OUT          report (bench/results/srccl-vs-mpi-<UTC timestamp>.txt)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+reps=${BENCH_REPS:-3}
+ranks=${BENCH_RANKS:-"2 4"}
+small_iters=${BENCH_SMALL_ITERS:-100}
+large_iters=${BENCH_LARGE_ITERS:-5}
+max=${BENCH_MAX:-64M}
+build=${BENCH_BUILD:-$root/build-bench}
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+out=${BENCH_OUT:-$root/bench/results/srccl-vs-mpi-$stamp.txt}
+[[ $reps =~ ^[1-9][0-9]*$ ]] || { echo "bench: BENCH_REPS must be a positive integer" >&2; exit 2; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+log() { echo "bench: $*" >&2; }
+
+# ---- packages and build -----------------------------------------------------
+have_pkg() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" = "install ok installed" ]; }
+apt_install() {
+  local sudo=
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || return 1
+    sudo=sudo
+  fi
+  log "installing $*"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" \
+    >"$tmp/apt.log" 2>&1 ||
+    { DEBIAN_FRONTEND=noninteractive $sudo apt-get update -qq >/dev/null 2>&1 &&
+      DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" \
+        >"$tmp/apt.log" 2>&1; }
+}
+need=()
+for p in build-essential cmake libibverbs-dev openmpi-bin libopenmpi-dev; do
+  have_pkg "$p" || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  apt_install "${need[@]}" || { cat "$tmp/apt.log" >&2; log "cannot install ${need[*]}"; exit 1; }
+fi
+
+log "building in $build"
+[ -f "$build/CMakeCache.txt" ] || cmake -S "$root" -B "$build" >"$tmp/cmake.log" 2>&1 ||
+  { cat "$tmp/cmake.log" >&2; exit 1; }
+cmake --build "$build" -j2 --target ibverbs srccl srccl-perf srccl-run >"$tmp/build.log" 2>&1 ||
+  { tail -40 "$tmp/build.log" >&2; exit 1; }
+mpicc -std=c11 -O2 -Wall -Wextra -o "$tmp/mpi_allreduce" "$root/bench/mpi_allreduce.c"
+
+# ---- the runs -----------------------------------------------------------------
+mpi_common=(mpirun --oversubscribe --allow-run-as-root)
+mpi_tcp=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo)
+mpi_shm=(--mca btl vader,self)
+small=(-b 8 -e 32K -f 2 -n "$small_iters" -w 10 -c 0)
+large=(-b 64K -e "$max" -f 2 -n "$large_iters" -w 2 -c 0)
+
+# run IMPL N REP: both size ranges; rows appended to $tmp/rows as
+# "impl n rep size oop_time_us oop_busbw_gbs".
+run() {
+  local impl=$1 n=$2 rep=$3 part args csv
+  for part in small large; do
+    if [ "$part" = small ]; then args=("${small[@]}"); else args=("${large[@]}"); fi
+    csv=$tmp/$impl-$n-$rep-$part.csv
+    case $impl in
+    srccl)
+      timeout 600 env LD_LIBRARY_PATH="$build/lib" "$build/bin/srccl-run" -n "$n" -t 590 \
+        "$build/bin/srccl-perf" "${args[@]}" --csv "$csv" >"$tmp/log" 2>&1 ;;
+    ompi-tcp)
+      timeout 600 "${mpi_common[@]}" -np "$n" "${mpi_tcp[@]}" "$tmp/mpi_allreduce" \
+        "${args[@]}" --csv "$csv" >"$tmp/log" 2>&1 ;;
+    ompi-shm)
+      timeout 600 "${mpi_common[@]}" -np "$n" "${mpi_shm[@]}" "$tmp/mpi_allreduce" \
+        "${args[@]}" --csv "$csv" >"$tmp/log" 2>&1 ;;
+    esac || { tail -20 "$tmp/log" >&2; log "$impl -n $n failed"; exit 1; }
+    awk -F, -v i="$impl" -v n="$n" -v r="$rep" 'NR > 1 { print i, n, r, $1, $6, $8 }' "$csv" \
+      >>"$tmp/rows"
+  done
+}
+
+: >"$tmp/rows"
+start=$(date +%s)
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+for ((rep = 1; rep <= reps; rep++)); do
+  for n in $ranks; do
+    for impl in srccl ompi-tcp ompi-shm; do
+      log "rep $rep/$reps: $impl, $n ranks"
+      run "$impl" "$n" "$rep"
+    done
+  done
+done
+secs=$(($(date +%s) - start))
+
+# ---- the report -----------------------------------------------------------------
+report() {
+  echo "# srccl vs Open MPI: all-reduce, float sum, out of place; medians of $reps runs"
+  echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load average $load0 at the start," \
+    "$(cut -d' ' -f1-3 /proc/loadavg) at the end; $secs s"
+  echo "# commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), build $build," \
+    "$(mpirun --version 2>/dev/null | head -1)"
+  echo "# iterations: ${small_iters} (8 B..32 KiB), ${large_iters} (64 KiB..$max)"
+  awk -v ranks="$ranks" '
+    function median(key,   k, m, i, j, t, v) {
+      m = cnt[key]; if (!m) return -1
+      for (i = 1; i <= m; i++) v[i] = val[key, i]
+      for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+      return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+    }
+    function add(key, x) { cnt[key]++; val[key, cnt[key]] = x }
+    function hsize(b) {
+      if (b >= 1048576) return sprintf("%d MiB", b / 1048576)
+      if (b >= 1024) return sprintf("%d KiB", b / 1024)
+      return b " B"
+    }
+    { add($1 SUBSEP $2 SUBSEP $4 SUBSEP "t", $5); add($1 SUBSEP $2 SUBSEP $4 SUBSEP "bw", $6)
+      sizes[$4] = 1 }
+    END {
+      ns = split(ranks, rs, " ")
+      m = 0; for (s in sizes) sz[++m] = s + 0
+      for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (sz[j] < sz[i]) { t = sz[i]; sz[i] = sz[j]; sz[j] = t }
+      for (q = 1; q <= ns; q++) {
+        n = rs[q]
+        printf "\n%d ranks: time (us) and busbw (GB/s)\n\n", n
+        printf "| size | srccl us | srccl busbw | OMPI-tcp us | OMPI-tcp busbw | OMPI-shm us | OMPI-shm busbw | srccl/OMPI-tcp busbw |\n"
+        printf "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+        met = 0; tot = 0; worst = 1e9; worst_at = ""
+        for (i = 1; i <= m; i++) {
+          s = sz[i]
+          st = median("srccl" SUBSEP n SUBSEP s SUBSEP "t"); sb = median("srccl" SUBSEP n SUBSEP s SUBSEP "bw")
+          tt = median("ompi-tcp" SUBSEP n SUBSEP s SUBSEP "t"); tb = median("ompi-tcp" SUBSEP n SUBSEP s SUBSEP "bw")
+          ht = median("ompi-shm" SUBSEP n SUBSEP s SUBSEP "t"); hb = median("ompi-shm" SUBSEP n SUBSEP s SUBSEP "bw")
+          ratio = tb > 0 ? sb / tb : 0
+          printf "| %s | %.1f | %.4f | %.1f | %.4f | %.1f | %.4f | %.2f |\n", hsize(s), st, sb, tt, tb, ht, hb, ratio
+          if (s >= 65536) {
+            tot++; if (ratio >= 1) met++
+            if (ratio < worst) { worst = ratio; worst_at = hsize(s) }
+          }
+          if (s == 8) lat = tt > 0 ? st / tt : 0
+        }
+        printf "\n%d ranks: srccl busbw >= OMPI-tcp at %d of %d sizes >= 64 KiB (lowest ratio %.2f at %s); 8 B latency srccl/OMPI-tcp = %.2f (target <= 1)\n", n, met, tot, worst, worst_at, lat
+      }
+    }' "$tmp/rows"
+}
+mkdir -p "$(dirname "$out")"
+report | tee "$out"
+cp "$tmp/rows" "$out.rows"
+log "report in $out (raw rows in $out.rows)"
