@@ -676,6 +676,13 @@ uint32_t sr_qp_sq_free(const struct sr_qp *qp)
     return qp->sq_cap - (qp->sq_tail - qp->sq_head);
 }
 
+bool sr_qp_answer_due(const struct sr_qp *qp)
+{
+    return sr_qp_reliable(qp) &&
+           (qp->attr.qp_state == SR_QPS_RTS || qp->attr.qp_state == SR_QPS_SQD) &&
+           qp->comp.psn != qp->req.max_sent;
+}
+
 int sr_qp_post_send(struct sr_qp *qp, const struct sr_send_wr *wr, uint64_t now_ns)
 {
     int err = sr_qp_send_check(qp, wr);

@@ -260,12 +260,10 @@ struct sr_tx_pkt {
     uint32_t payload_len;
     uint32_t pad_len;
     const uint8_t *dgid; /* destination address (GID) */
-    uint16_t src_port;
-        /* UDP source port: flow entropy, per QP */ /* The payload is memory the engine may write by
-                                                     * the next request it processes (READ
-                                                     * responses): a driver that defers sending must
-                                                     * put everything queued so far on the wire (or
-                                                     * copy it) before returning. */
+    uint16_t src_port;   /* UDP source port: flow entropy, per QP */
+    /* The payload is memory the engine may write by the next request it
+     * processes (READ responses): a driver that defers sending must put
+     * everything queued so far on the wire (or copy it) before returning. */
     bool flush;
 };
 
@@ -388,6 +386,12 @@ int sr_qp_post_recv(struct sr_qp *qp, const struct sr_recv_wr *wr);
  * that must be posted whole or not at all), and the free send slots. */
 int sr_qp_send_check(const struct sr_qp *qp, const struct sr_send_wr *wr);
 uint32_t sr_qp_sq_free(const struct sr_qp *qp);
+/* A reliable QP has sent packets not yet acknowledged: an ACK, NAK or
+ * response is on its way (or the retransmission timer will fire), and
+ * the progress pass that handles it flushes whatever was queued meanwhile.
+ * A driver may hold back new packets of such a QP until then (doorbell
+ * batching). */
+bool sr_qp_answer_due(const struct sr_qp *qp);
 void sr_qp_set_user(struct sr_qp *qp, void *user);
 void *sr_qp_user(const struct sr_qp *qp);
 
