@@ -746,6 +746,9 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
     struct sr_qp_attr a;
     sr_nic_lock(nic_of(qp->context));
     sr_qp_query(q->qp, &a, NULL);
+    /* Packets held back by doorbell batching may point into this QP's
+     * send queue (inline data): they leave before it is freed. */
+    sr_nic_flush(nic_of(qp->context));
     uint64_t t = sr_timeout_ns(a.timeout);
     uint64_t linger =
         t == UINT64_MAX ? 1000000000ull : SR_MIN((a.retry_cnt + 1u) * t + 1000000, 1000000000ull);
