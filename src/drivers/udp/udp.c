@@ -206,25 +206,40 @@ static void sa_from_gid(union udp_sa *sa, socklen_t *len, bool ipv6, const uint8
 
 /* Write the IP + UDP header the kernel produces (or produced) for a
  * datagram of tlen transport bytes from src:sport to dst:dport, IPv4
- * identification ip_id; see the file comment for why these values. Returns
- * the header length or a negative SR_ERR_*. */
+ * identification ip_id; see the file comment for why these values. Only
+ * for the ICRC: the fields it masks (TOS, TTL, the checksums; IPv6 traffic
+ * class, flow label, hop limit) are left zero, not computed. Returns the
+ * header length or a negative SR_ERR_*. */
 static int udp_pseudo_l3(bool ipv6, const uint8_t *src, uint16_t sport, const uint8_t *dst,
                          uint16_t dport, size_t tlen, uint16_t ip_id, uint8_t *buf, size_t cap)
 {
-    struct sr_l3_addr a = {.ipv6 = ipv6, .src_port = sport};
-    size_t alen = ipv6 ? 16 : 4;
-    size_t aoff = ipv6 ? 0 : 12;
-    memcpy(a.src, src + aoff, alen);
-    memcpy(a.dst, dst + aoff, alen);
-    int hl = sr_l3_encode(&a, tlen, buf, cap);
-    if (hl < 0)
-        return hl;
-    /* sr_l3_encode writes the RoCEv2 port; a device bound elsewhere
-     * (tests, tools) receives on its own port. */
-    sr_put_be16(buf + hl - SR_UDP_HDR_LEN + 2, dport);
-    if (!ipv6)
+    size_t ip_len = ipv6 ? SR_IPV6_HDR_LEN : SR_IPV4_HDR_LEN;
+    size_t udp_len = SR_UDP_HDR_LEN + tlen;
+    if (cap < ip_len + SR_UDP_HDR_LEN)
+        return SR_ERR_NOSPACE;
+    if (udp_len + (ipv6 ? 0 : ip_len) > 0xffff)
+        return SR_ERR_RANGE;
+    memset(buf, 0, ip_len + SR_UDP_HDR_LEN);
+    if (ipv6) {
+        buf[0] = 0x60;
+        sr_put_be16(buf + 4, (uint16_t)udp_len);
+        buf[6] = 17;
+        memcpy(buf + 8, src, 16);
+        memcpy(buf + 24, dst, 16);
+    } else {
+        buf[0] = 0x45;
+        sr_put_be16(buf + 2, (uint16_t)(ip_len + udp_len));
         sr_put_be16(buf + 4, ip_id);
-    return hl;
+        buf[6] = 0x40; /* DF */
+        buf[9] = 17;
+        memcpy(buf + 12, src + 12, 4);
+        memcpy(buf + 16, dst + 12, 4);
+    }
+    uint8_t *udp = buf + ip_len;
+    sr_put_be16(udp, sport);
+    sr_put_be16(udp + 2, dport);
+    sr_put_be16(udp + 4, (uint16_t)udp_len);
+    return (int)(ip_len + SR_UDP_HDR_LEN);
 }
 
 static void udp_set_buf(int fd, int force_opt, int opt, uint32_t bytes)
