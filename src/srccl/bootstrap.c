@@ -35,16 +35,6 @@ struct boot_reply {
     char msg[252];
 };
 
-static SC_PRINTF(4, 5) srcclResult_t
-    berr(char *err, size_t err_len, srcclResult_t r, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-    return r;
-}
-
 static int remaining_ms(uint64_t deadline)
 {
     uint64_t now = sc_now_ns();
@@ -107,8 +97,8 @@ srcclResult_t sc_boot_make_id(struct sc_id *id, const char *host, uint16_t port,
     id->listen_fd = -1;
     id->port = htons(port);
     if (resolve(host, &id->addr))
-        return berr(err, err_len, srcclSystemError, "rendezvous: cannot resolve \"%s\" (IPv4)",
-                    host);
+        return sc_msg(err, err_len, srcclSystemError, "rendezvous: cannot resolve \"%s\" (IPv4)",
+                      host);
     return srcclSuccess;
 }
 
@@ -116,7 +106,7 @@ srcclResult_t sc_boot_listen(struct sc_id *id, char *err, size_t err_len)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
-        return berr(err, err_len, srcclSystemError, "rendezvous: socket: %s", strerror(errno));
+        return sc_msg(err, err_len, srcclSystemError, "rendezvous: socket: %s", strerror(errno));
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     struct sockaddr_in sa = {
@@ -142,8 +132,8 @@ err:;
     close(fd);
     char a[INET_ADDRSTRLEN];
     inet_ntop(AF_INET, &id->addr, a, sizeof(a));
-    return berr(err, err_len, srcclSystemError, "rendezvous: cannot listen on %s:%u: %s", a,
-                ntohs(id->port), strerror(e));
+    return sc_msg(err, err_len, srcclSystemError, "rendezvous: cannot listen on %s:%u: %s", a,
+                  ntohs(id->port), strerror(e));
 }
 
 SC_EXPORT srcclResult_t srcclGetUniqueId(srcclUniqueId *out)
@@ -198,7 +188,8 @@ static srcclResult_t client_connect(const struct sc_id *id, uint64_t deadline, i
     for (;;) {
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
-            return berr(err, err_len, srcclSystemError, "rendezvous: socket: %s", strerror(errno));
+            return sc_msg(err, err_len, srcclSystemError, "rendezvous: socket: %s",
+                          strerror(errno));
         if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
             int one = 1;
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -213,8 +204,8 @@ static srcclResult_t client_connect(const struct sc_id *id, uint64_t deadline, i
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    return berr(err, err_len, srcclTimeout, "rendezvous: cannot reach the root at %s:%u: %s", a,
-                ntohs(id->port), strerror(last));
+    return sc_msg(err, err_len, srcclTimeout, "rendezvous: cannot reach the root at %s:%u: %s", a,
+                  ntohs(id->port), strerror(last));
 }
 
 static void reply_all(struct sc_boot *b, const struct boot_reply *rep, const void *all,
@@ -252,9 +243,9 @@ static srcclResult_t root_exchange(struct sc_boot *b, const struct sc_id *id, co
             for (int i = 0; i < n && off < sizeof(missing) - 12; i++)
                 if (i != b->rank && b->fds[i] < 0)
                     off += (size_t)snprintf(missing + off, sizeof(missing) - off, " %d", i);
-            r = berr(err, err_len, srcclTimeout,
-                     "rendezvous: only %d of %d ranks arrived in time (missing:%s)", got, n,
-                     missing);
+            r = sc_msg(err, err_len, srcclTimeout,
+                       "rendezvous: only %d of %d ranks arrived in time (missing:%s)", got, n,
+                       missing);
             break;
         }
         int fd = accept4(b->listen_fd, NULL, NULL, SOCK_CLOEXEC);
@@ -270,12 +261,12 @@ static srcclResult_t root_exchange(struct sc_boot *b, const struct sc_id *id, co
         }
         bool taken = h.rank == b->rank || (h.rank >= 0 && h.rank < n && b->fds[h.rank] >= 0);
         if (h.nranks != n || h.rec_len != rec_len || h.rank < 0 || h.rank >= n || taken) {
-            r = berr(err, err_len, srcclInvalidUsage,
-                     "rendezvous: rank %d says nranks %d (root: rank %d, nranks %d)%s", h.rank,
-                     h.nranks, b->rank, n,
-                     taken                  ? ": that rank is taken twice"
-                     : h.rec_len != rec_len ? ": different srccl versions"
-                                            : "");
+            r = sc_msg(err, err_len, srcclInvalidUsage,
+                       "rendezvous: rank %d says nranks %d (root: rank %d, nranks %d)%s", h.rank,
+                       h.nranks, b->rank, n,
+                       taken                  ? ": that rank is taken twice"
+                       : h.rec_len != rec_len ? ": different srccl versions"
+                                              : "");
             close(fd);
             break;
         }
@@ -293,8 +284,8 @@ static srcclResult_t root_exchange(struct sc_boot *b, const struct sc_id *id, co
     if (!r)
         for (int i = 0; i < n; i++)
             if (i != b->rank && b->fds[i] < 0)
-                r = berr(err, err_len, srcclRemoteError,
-                         "rendezvous: rank %d went away during the exchange", i);
+                r = sc_msg(err, err_len, srcclRemoteError,
+                           "rendezvous: rank %d went away during the exchange", i);
     return r;
 }
 
@@ -308,12 +299,12 @@ srcclResult_t sc_boot_exchange(struct sc_boot *b, const struct sc_id *id, int ra
     b->rank = rank;
     b->nranks = nranks;
     if (id->magic != SC_ID_MAGIC)
-        return berr(err, err_len, srcclInvalidArgument,
-                    "the unique id is not one from srcclGetUniqueId");
+        return sc_msg(err, err_len, srcclInvalidArgument,
+                      "the unique id is not one from srcclGetUniqueId");
     b->is_root = id->pid == (uint32_t)getpid() && id->listen_fd >= 0;
     b->fds = malloc(sizeof(int) * (size_t)nranks);
     if (!b->fds)
-        return berr(err, err_len, srcclSystemError, "out of memory");
+        return sc_msg(err, err_len, srcclSystemError, "out of memory");
     for (int i = 0; i < nranks; i++)
         b->fds[i] = -1;
     if (b->is_root) {
@@ -332,15 +323,15 @@ srcclResult_t sc_boot_exchange(struct sc_boot *b, const struct sc_id *id, int ra
     if (io_all(b->fds[0], &h, sizeof(h), true, deadline) ||
         io_all(b->fds[0], (void *)rec, rec_len, true, deadline) ||
         io_all(b->fds[0], &rep, sizeof(rep), false, deadline))
-        return berr(err, err_len, errno == ETIMEDOUT ? srcclTimeout : srcclRemoteError,
-                    "rendezvous: no answer from the root: %s", strerror(errno));
+        return sc_msg(err, err_len, errno == ETIMEDOUT ? srcclTimeout : srcclRemoteError,
+                      "rendezvous: no answer from the root: %s", strerror(errno));
     if (rep.status != srcclSuccess) {
         rep.msg[sizeof(rep.msg) - 1] = 0;
-        return berr(err, err_len, (srcclResult_t)rep.status, "the root failed: %s", rep.msg);
+        return sc_msg(err, err_len, (srcclResult_t)rep.status, "the root failed: %s", rep.msg);
     }
     if (io_all(b->fds[0], all, (size_t)nranks * rec_len, false, deadline))
-        return berr(err, err_len, errno == ETIMEDOUT ? srcclTimeout : srcclRemoteError,
-                    "rendezvous: reading the table from the root: %s", strerror(errno));
+        return sc_msg(err, err_len, errno == ETIMEDOUT ? srcclTimeout : srcclRemoteError,
+                      "rendezvous: reading the table from the root: %s", strerror(errno));
     return srcclSuccess;
 }
 
@@ -351,18 +342,18 @@ srcclResult_t sc_boot_barrier(struct sc_boot *b, uint64_t timeout_ns, char *err,
     if (!b->is_root) {
         if (io_all(b->fds[0], &tok, 1, true, deadline) ||
             io_all(b->fds[0], &tok, 1, false, deadline))
-            return berr(err, err_len, errno == ETIMEDOUT ? srcclTimeout : srcclRemoteError,
-                        "bootstrap barrier: %s", strerror(errno));
+            return sc_msg(err, err_len, errno == ETIMEDOUT ? srcclTimeout : srcclRemoteError,
+                          "bootstrap barrier: %s", strerror(errno));
         return srcclSuccess;
     }
     for (int i = 0; i < b->nranks; i++)
         if (b->fds[i] >= 0 && io_all(b->fds[i], &tok, 1, false, deadline))
-            return berr(err, err_len, errno == ETIMEDOUT ? srcclTimeout : srcclRemoteError,
-                        "bootstrap barrier: rank %d: %s", i, strerror(errno));
+            return sc_msg(err, err_len, errno == ETIMEDOUT ? srcclTimeout : srcclRemoteError,
+                          "bootstrap barrier: rank %d: %s", i, strerror(errno));
     for (int i = 0; i < b->nranks; i++)
         if (b->fds[i] >= 0 && io_all(b->fds[i], &tok, 1, true, deadline))
-            return berr(err, err_len, srcclRemoteError, "bootstrap barrier: rank %d: %s", i,
-                        strerror(errno));
+            return sc_msg(err, err_len, srcclRemoteError, "bootstrap barrier: rank %d: %s", i,
+                          strerror(errno));
     return srcclSuccess;
 }
 

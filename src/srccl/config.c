@@ -23,14 +23,7 @@ uint64_t sc_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static SC_PRINTF(3, 4) srcclResult_t bad(char *err, size_t err_len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-    return srcclInvalidArgument;
-}
+#define bad(err, err_len, ...) sc_msg(err, err_len, srcclInvalidArgument, __VA_ARGS__)
 
 /* Integer variable within [lo, hi]; absent or empty keeps *out. */
 static srcclResult_t env_int(const char *name, long long lo, long long hi, long long *out,

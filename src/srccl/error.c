@@ -51,6 +51,15 @@ void sc_set_thread_error(const char *fmt, ...)
     va_end(ap);
 }
 
+srcclResult_t sc_msg(char *buf, size_t len, srcclResult_t r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
 srcclResult_t sc_fail(srcclComm_t comm, srcclResult_t r, const char *fmt, ...)
 {
     char msg[448];

@@ -231,6 +231,9 @@ struct srcclComm {
 /* Records a failure on the communicator (and the thread) and returns r. */
 srcclResult_t sc_fail(srcclComm_t comm, srcclResult_t r, const char *fmt, ...) SC_PRINTF(3, 4);
 void sc_set_thread_error(const char *fmt, ...) SC_PRINTF(1, 2);
+/* Format a message into buf (len bytes) and return r: for the helpers that
+ * report into a caller's buffer before a communicator exists. */
+srcclResult_t sc_msg(char *buf, size_t len, srcclResult_t r, const char *fmt, ...) SC_PRINTF(4, 5);
 void sc_debug(srcclComm_t comm, const char *fmt, ...) SC_PRINTF(2, 3);
 void *sc_scratch(srcclComm_t comm, size_t len);
 

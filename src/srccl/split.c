@@ -30,16 +30,6 @@ static int by_key(const void *a, const void *b)
     return x->rank - y->rank;
 }
 
-static SC_PRINTF(4, 5) srcclResult_t
-    note(char *msg, size_t len, srcclResult_t r, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, len, fmt, ap);
-    va_end(ap);
-    return r;
-}
-
 /* A parent collective for the split, named after it in messages. */
 static srcclResult_t parent_allgather(srcclComm_t parent, const void *mine, void *all, size_t len)
 {
@@ -118,9 +108,9 @@ SC_EXPORT srcclResult_t srcclCommSplit(srcclComm_t comm, int color, int key, src
     char msg[448] = "";
     if (me >= 0) {
         if (!(c = sc_comm_alloc(n, me, &comm->cfg)))
-            mine_r = note(msg, sizeof(msg), srcclSystemError, "out of memory");
+            mine_r = sc_msg(msg, sizeof(msg), srcclSystemError, "out of memory");
         else if (n > 1 && (mine_r = sc_tp_open(c, rec)))
-            note(msg, sizeof(msg), mine_r, "%s", c->last_err);
+            sc_msg(msg, sizeof(msg), mine_r, "%s", c->last_err);
     }
     if (me < 0 || n == 1 || mine_r)
         memset(rec, 0, rec_len); /* magic 0: nothing (NOCOLOR, alone, or failed) */
@@ -131,12 +121,12 @@ SC_EXPORT srcclResult_t srcclCommSplit(srcclComm_t comm, int color, int key, src
             memcpy(all + (size_t)i * rec_len, recs + (size_t)m[i].rank * rec_len, rec_len);
             if (((const struct sc_wire_rank *)(const void *)(all + (size_t)i * rec_len))->magic ==
                 0)
-                mine_r =
-                    note(msg, sizeof(msg), srcclRemoteError,
-                         "rank %d could not set up its device (see that rank's error)", m[i].rank);
+                mine_r = sc_msg(msg, sizeof(msg), srcclRemoteError,
+                                "rank %d could not set up its device (see that rank's error)",
+                                m[i].rank);
         }
         if (!mine_r && (mine_r = sc_tp_connect(c, all, rec_len)))
-            note(msg, sizeof(msg), mine_r, "%s", c->last_err);
+            sc_msg(msg, sizeof(msg), mine_r, "%s", c->last_err);
     }
     int32_t st = (int32_t)mine_r;
     if ((r = parent_allgather(comm, &st, status, sizeof(st))))
@@ -144,8 +134,8 @@ SC_EXPORT srcclResult_t srcclCommSplit(srcclComm_t comm, int color, int key, src
     for (int i = 0; i < n && !mine_r; i++)
         if (status[m[i].rank])
             mine_r =
-                note(msg, sizeof(msg), (srcclResult_t)status[m[i].rank],
-                     "rank %d failed to set up the new communicator (see its error)", m[i].rank);
+                sc_msg(msg, sizeof(msg), (srcclResult_t)status[m[i].rank],
+                       "rank %d failed to set up the new communicator (see its error)", m[i].rank);
     r = mine_r;
     if (r) {
         snprintf(comm->last_err, sizeof(comm->last_err), "rank %d: srcclCommSplit: %s", comm->rank,
