@@ -59,6 +59,7 @@ enum {
     UDP_RX_DATA = SR_MAX_PMTU + 128,
     /* A GRO batch: up to the largest UDP payload. */
     UDP_RX_GRO = 65536,
+    UDP_RX_GRO_VLEN = 16,
     UDP_L3_MAX = SR_IPV6_HDR_LEN + SR_UDP_HDR_LEN,
     /* GSO: segments per send (the kernel's UDP_MAX_SEGMENTS is 64 or
      * more), iovec entries per message (UIO_MAXIOV), largest UDP payload
@@ -129,8 +130,9 @@ struct sr_udp {
     bool gso, gro;    /* offloads in use */
     uint32_t gso_max; /* largest UDP payload of a GSO send */
     struct sr_udp_stats stats;
-    uint8_t *rx_mem; /* SR_UDP_BATCH slots of rx_slot bytes */
+    uint8_t *rx_mem; /* rx_vlen slots of rx_slot bytes */
     size_t rx_slot;
+    uint32_t rx_vlen; /* messages per recvmmsg */
     struct mmsghdr rx_msg[SR_UDP_BATCH];
     struct iovec rx_iov[SR_UDP_BATCH];
     union udp_sa rx_name[SR_UDP_BATCH];
@@ -365,12 +367,16 @@ int sr_udp_open(const struct sr_udp_cfg *cfg, struct sr_udp **out)
     /* Large slots only cost address space: a datagram touches the pages it
      * fills. */
     u->rx_slot = u->gro ? UDP_RX_GRO : UDP_RX_DATA;
-    u->rx_mem = aligned_alloc(64, (size_t)SR_UDP_BATCH * u->rx_slot);
+    /* With GRO a message holds up to 64 KiB: 16 of them (1 MiB) per call
+     * keep what was just received in cache for the ICRC and the copy that
+     * follow (ib_write_bw 1 MiB: 35 -> 38 Gb/s against 64 messages). */
+    u->rx_vlen = u->gro ? UDP_RX_GRO_VLEN : SR_UDP_BATCH;
+    u->rx_mem = aligned_alloc(64, (size_t)u->rx_vlen * u->rx_slot);
     if (!u->rx_mem) {
         err = SR_ERR_NOMEM;
         goto err_close;
     }
-    for (int i = 0; i < SR_UDP_BATCH; i++) {
+    for (uint32_t i = 0; i < u->rx_vlen; i++) {
         u->rx_iov[i].iov_base = u->rx_mem + (size_t)i * u->rx_slot;
         u->rx_iov[i].iov_len = u->rx_slot;
         u->rx_msg[i].msg_hdr.msg_iov = &u->rx_iov[i];
@@ -875,7 +881,7 @@ int sr_udp_recv(struct sr_udp *u, sr_udp_rx_fn cb, void *arg, int max)
         udp_release_held(u, cb, arg);
     int got = 0;
     while (got < max) {
-        unsigned want = (unsigned)SR_MIN(max - got, SR_UDP_BATCH);
+        unsigned want = (unsigned)SR_MIN(max - got, (int)u->rx_vlen);
         for (unsigned i = 0; i < want; i++) {
             /* The kernel overwrites both on every call. */
             u->rx_msg[i].msg_hdr.msg_namelen = sizeof(u->rx_name[i]);
