@@ -25,10 +25,15 @@ struct sr_nic {
     atomic_bool stop;
     _Atomic uint64_t sleep_until; /* deadline the thread sleeps towards; 0 = awake */
     uint64_t now;                 /* time of the batch being received */
-    /* Poll this long after the last packet before blocking. 0 by default:
-     * the application thread polls inline, and on few cores a spinning NIC
-     * thread only steals its time. */
-    uint64_t spin_ns;
+    /* Adaptive busy-polling: after a packet, poll this long before
+     * blocking, but only while no application thread has made a verbs call
+     * for app_idle_ns. An application that calls verbs polls the NIC
+     * inline itself, and on few cores a spinning NIC thread would only
+     * steal its time; one that does not (a passive RDMA target, a thread
+     * asleep on a completion channel) gets its packets without a wake-up
+     * each. */
+    uint64_t spin_ns, app_idle_ns;
+    _Atomic uint64_t last_app_ns;  /* when an application thread last took the lock */
     struct sr_engine_ops user_ops; /* the layer above's cq/async callbacks */
     void *user_ctx;
 };
@@ -117,7 +122,9 @@ static void *nic_thread(void *arg)
         uint64_t now = sr_nic_now();
         if (n > 0)
             last_busy = now;
-        bool spin = now - last_busy < nic->spin_ns;
+        bool spin =
+            now - last_busy < nic->spin_ns &&
+            now - atomic_load_explicit(&nic->last_app_ns, memory_order_relaxed) > nic->app_idle_ns;
         if (!spin)
             atomic_store(&nic->sleep_until, deadline == UINT64_MAX ? UINT64_MAX : deadline);
         pthread_mutex_unlock(&nic->lock);
@@ -151,6 +158,8 @@ int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out)
     if (!nic)
         return SR_ERR_NOMEM;
     nic->epfd = nic->evfd = -1;
+    nic->spin_ns = cfg->spin_ns;
+    nic->app_idle_ns = 1000000;
     pthread_mutex_init(&nic->lock, NULL);
     int err = sr_udp_open(&cfg->udp, &nic->udp);
     if (err)
@@ -224,6 +233,7 @@ const uint8_t *sr_nic_gid(const struct sr_nic *nic)
 void sr_nic_lock(struct sr_nic *nic)
 {
     pthread_mutex_lock(&nic->lock);
+    atomic_store_explicit(&nic->last_app_ns, sr_nic_now(), memory_order_relaxed);
 }
 void sr_nic_unlock(struct sr_nic *nic)
 {

@@ -17,6 +17,10 @@ struct sr_nic;
 struct sr_nic_cfg {
     struct sr_udp_cfg udp;
     struct sr_engine_cfg engine; /* limits and cq/async callbacks; gid and tx are set here */
+    /* Adaptive busy-polling of the NIC thread: after traffic it polls this
+     * long before blocking, while no application thread has called a verb
+     * for a millisecond (see nic.c). 0: always block. */
+    uint64_t spin_ns;
 };
 
 int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out);

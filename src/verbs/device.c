@@ -68,6 +68,16 @@ static void parse_config(struct sv_config *c)
     }
     const char *st = getenv("SOFTRDMA_STATS");
     c->stats = st && *st && strcmp(st, "0") != 0;
+    c->spin_us = 50;
+    const char *sp = getenv("SOFTRDMA_SPIN_US");
+    if (sp && *sp) {
+        char *end;
+        unsigned long v = strtoul(sp, &end, 10);
+        if (*end || v > 1000000)
+            fprintf(stderr, "softrdma: SOFTRDMA_SPIN_US=%s ignored (0..1000000)\n", sp);
+        else
+            c->spin_us = (uint32_t)v;
+    }
     const char *g = getenv("SOFTRDMA_GSO");
     c->no_gso = g && strcmp(g, "0") == 0;
     const char *m = getenv("SOFTRDMA_MTU");
@@ -120,6 +130,7 @@ int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_n
         cfg.udp.auto_seed = (uint32_t)getpid();
         cfg.udp.fault = dev->cfg.fault;
         cfg.udp.no_gso = dev->cfg.no_gso;
+        cfg.spin_ns = (uint64_t)dev->cfg.spin_us * 1000;
         cfg.engine.ops.cq_event = sv_engine_cq_event;
         cfg.engine.ops.async_event = sv_engine_async_event;
         cfg.engine.ops_ctx = dev;

@@ -22,6 +22,7 @@ struct sv_config {
     struct sr_fault_cfg fault; /* SOFTRDMA_FAULT */
     bool stats;                /* SOFTRDMA_STATS: counters on stderr at close */
     bool no_gso;               /* SOFTRDMA_GSO=0: one send per datagram */
+    uint32_t spin_us;          /* SOFTRDMA_SPIN_US: NIC thread's busy-poll window */
 };
 
 /* The device: one per process (the verbs API's device list is process
