@@ -48,10 +48,7 @@ uint64_t sr_nic_now(void)
 static int nic_tx(void *ctx, const struct sr_tx_pkt *pkt)
 {
     struct sr_nic *nic = ctx;
-    int err = sr_udp_queue(nic->udp, pkt);
-    if (pkt->flush)
-        sr_udp_flush(nic->udp);
-    return err;
+    return sr_udp_queue(nic->udp, pkt); /* honours pkt->flush */
 }
 
 static void nic_cq_event(void *ctx, struct sr_cq *cq, bool solicited)

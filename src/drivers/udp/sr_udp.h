@@ -100,7 +100,10 @@ int sr_udp_recv(struct sr_udp *u, sr_udp_rx_fn cb, void *arg, int max);
 /* Batched sending: sr_udp_queue prepares a packet like sr_udp_send (payload
  * still read from the caller's memory, which must stay unchanged until the
  * flush) and sr_udp_flush sends everything queued with sendmmsg. A full
- * queue (SR_UDP_BATCH) flushes by itself. Consecutive packets of one size
+ * queue (SR_UDP_BATCH) flushes by itself, and so does a packet with
+ * t->flush, unless the caller's bytes queued so far are few (8 KiB): they
+ * are then copied, which honours the same contract for less than a
+ * system call. Consecutive packets of one size
  * to one peer (the last may be shorter) leave as one UDP GSO send unless
  * cfg.no_gso. */
 int sr_udp_queue(struct sr_udp *u, const struct sr_tx_pkt *t);

@@ -71,6 +71,11 @@ enum {
     UDP_GSO_MAX_V6 = 65535 - SR_UDP_HDR_LEN,
     /* iovec entries a packet may use: header, payload pieces, pad + ICRC */
     UDP_PKT_IOV = SR_UDP_MAX_IOV + 2,
+    /* A packet that must not outlive its memory unsent (sr_tx_pkt.flush)
+     * costs a sendmmsg; when the caller's bytes queued so far are few,
+     * copying them here (into an arena of UDP_TX_COPY) is cheaper. */
+    UDP_TX_COPY = 64 << 10,
+    UDP_TX_COPY_MAX = 8 << 10,
 };
 _Static_assert(UDP_RX_DATA % 64 == 0 && UDP_RX_GRO % 64 == 0, "slots stay 64-byte aligned");
 _Static_assert(UDP_RX_DATA >= SR_MAX_HDR_LEN + SR_MAX_PMTU + 3 + SR_ICRC_LEN,
@@ -145,6 +150,9 @@ struct sr_udp {
     struct udp_txmsg *txm; /* SR_UDP_BATCH messages */
     struct iovec *tx_iov;  /* SR_UDP_BATCH * UDP_PKT_IOV entries */
     uint32_t txp_cnt, txm_cnt, tx_iov_used;
+    uint8_t *tx_copy;      /* UDP_TX_COPY bytes of copied payload */
+    uint32_t tx_copy_used; /* bytes of it in use */
+    uint32_t tx_prot;      /* tx_iov entries below this hold no caller memory */
     struct mmsghdr tx_msg[SR_UDP_BATCH];
     /* fault injection: datagrams held back (delay, reordering) */
     struct sr_fault_cfg fault;
@@ -350,7 +358,8 @@ int sr_udp_open(const struct sr_udp_cfg *cfg, struct sr_udp **out)
     u->txp = calloc(SR_UDP_BATCH, sizeof(*u->txp));
     u->txm = calloc(SR_UDP_BATCH, sizeof(*u->txm));
     u->tx_iov = calloc((size_t)SR_UDP_BATCH * UDP_PKT_IOV, sizeof(*u->tx_iov));
-    if (!u->txp || !u->txm || !u->tx_iov) {
+    u->tx_copy = malloc(UDP_TX_COPY);
+    if (!u->txp || !u->txm || !u->tx_iov || !u->tx_copy) {
         err = SR_ERR_NOMEM;
         goto err_free;
     }
@@ -420,6 +429,7 @@ err_close:;
     udp_free_held(u);
 err_free:
     free(u->rx_mem);
+    free(u->tx_copy);
     free(u->tx_iov);
     free(u->txm);
     free(u->txp);
@@ -434,6 +444,7 @@ void sr_udp_close(struct sr_udp *u)
     close(u->fd);
     udp_free_held(u);
     free(u->rx_mem);
+    free(u->tx_copy);
     free(u->tx_iov);
     free(u->txm);
     free(u->txp);
@@ -608,8 +619,41 @@ int sr_udp_flush(struct sr_udp *u)
         }
         done += (uint32_t)r;
     }
-    u->txp_cnt = u->txm_cnt = u->tx_iov_used = 0;
+    u->txp_cnt = u->txm_cnt = u->tx_iov_used = u->tx_copy_used = u->tx_prot = 0;
     return err;
+}
+
+static bool udp_owned(const struct sr_udp *u, const void *p)
+{
+    const uint8_t *b = p;
+    return (b >= (const uint8_t *)u->txp && b < (const uint8_t *)(u->txp + SR_UDP_BATCH)) ||
+           (b >= u->tx_copy && b < u->tx_copy + UDP_TX_COPY);
+}
+
+/* Instead of a flush: copy every queued payload piece still in the
+ * caller's memory into the arena, so that memory may change before the
+ * queue is sent. false (nothing copied) when they are too many bytes. */
+static bool udp_tx_protect(struct sr_udp *u)
+{
+    size_t need = 0;
+    for (uint32_t i = u->tx_prot; i < u->tx_iov_used; i++)
+        if (!udp_owned(u, u->tx_iov[i].iov_base))
+            need += u->tx_iov[i].iov_len;
+    if (need > UDP_TX_COPY_MAX || u->tx_copy_used + need > UDP_TX_COPY)
+        return false;
+    for (uint32_t i = u->tx_prot; i < u->tx_iov_used; i++) {
+        struct iovec *v = &u->tx_iov[i];
+        if (udp_owned(u, v->iov_base))
+            continue;
+        uint8_t *dst = u->tx_copy + u->tx_copy_used;
+        SR_DMA_BEGIN(); /* registered memory, read by the device */
+        memcpy(dst, v->iov_base, v->iov_len);
+        SR_DMA_END();
+        v->iov_base = dst;
+        u->tx_copy_used += (uint32_t)v->iov_len;
+    }
+    u->tx_prot = u->tx_iov_used;
+    return true;
 }
 
 int sr_udp_queue(struct sr_udp *u, const struct sr_tx_pkt *t)
@@ -655,6 +699,8 @@ int sr_udp_queue(struct sr_udp *u, const struct sr_tx_pkt *t)
     }
     u->tx_iov_used += (uint32_t)n;
     u->txp_cnt++;
+    if (t->flush && !udp_tx_protect(u))
+        sr_udp_flush(u);
     return 0;
 }
 
