@@ -51,20 +51,27 @@ static void silent_pair(int fd, struct vt_dev *d, struct vt_qp *q, uint32_t slot
     vt_agent_qp_destroy(fd, slot);
 }
 
+/* One signaled RDMA WRITE of sge to raddr; the ibv_post_send result. */
+static int post_write(struct vt_qp *q, struct ibv_sge *sge, uint64_t wr_id, unsigned int flags,
+                      uint64_t raddr, uint32_t rkey)
+{
+    struct ibv_send_wr wr, *bad = NULL;
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id = wr_id;
+    wr.sg_list = sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED | flags;
+    wr.wr.rdma.remote_addr = raddr;
+    wr.wr.rdma.rkey = rkey;
+    return ibv_post_send(q->qp, &wr, &bad);
+}
+
 static void write_ok(struct vt_qp *q, struct vt_buf *l, const struct vt_remote_mr *r,
                      uint64_t wr_id)
 {
     struct ibv_sge sge = {.addr = (uintptr_t)l->p, .length = 4096, .lkey = l->mr->lkey};
-    struct ibv_send_wr wr, *bad = NULL;
-    memset(&wr, 0, sizeof(wr));
-    wr.wr_id = wr_id;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.rdma.remote_addr = r->addr;
-    wr.wr.rdma.rkey = r->rkey;
-    if (VT_EQ(ibv_post_send(q->qp, &wr, &bad), 0))
+    if (VT_EQ(post_write(q, &sge, wr_id, 0, r->addr, r->rkey), 0))
         vt_expect_wc(q->scq, wr_id, IBV_WC_SUCCESS, NULL);
 }
 
@@ -104,18 +111,8 @@ static void case_destroy_outstanding(int fd, const void *arg)
     vt_qp_create(&d, &b, &caps, NULL, NULL, NULL);
     vt_agent_pair(fd, &d, &b, 1, NULL, NULL, NULL, NULL);
     struct ibv_sge sge = {.addr = (uintptr_t)l.p, .length = MIB, .lkey = l.mr->lkey};
-    for (int i = 0; i < 4; i++) {
-        struct ibv_send_wr wr, *bad = NULL;
-        memset(&wr, 0, sizeof(wr));
-        wr.wr_id = 0x300 + (uint64_t)i;
-        wr.sg_list = &sge;
-        wr.num_sge = 1;
-        wr.opcode = IBV_WR_RDMA_WRITE;
-        wr.send_flags = IBV_SEND_SIGNALED;
-        wr.wr.rdma.remote_addr = r.addr;
-        wr.wr.rdma.rkey = r.rkey;
-        VT_EQ(ibv_post_send(b.qp, &wr, &bad), 0);
-    }
+    for (int i = 0; i < 4; i++)
+        VT_EQ(post_write(&b, &sge, 0x300 + (uint64_t)i, 0, r.addr, r.rkey), 0);
     post_recvs(&b, &l, 0x400, NWR);
     t0 = vt_now_ms();
     vt_qp_destroy(&b); /* QP, then its CQs */
@@ -348,26 +345,15 @@ static void case_batched_doorbell(int fd, const void *arg)
         vt_agent_fill(fd, 0, 0, MIB + N * SMALL, 0x5a, 0);
         /* one megabyte WRITE, unanswered when the small ones are posted */
         struct ibv_sge big = {.addr = (uintptr_t)l.p, .length = MIB, .lkey = l.mr->lkey};
-        struct ibv_send_wr wr, *bad = NULL;
-        memset(&wr, 0, sizeof(wr));
-        wr.wr_id = 0x700;
-        wr.sg_list = &big;
-        wr.num_sge = 1;
-        wr.opcode = IBV_WR_RDMA_WRITE;
-        wr.send_flags = IBV_SEND_SIGNALED;
-        wr.wr.rdma.remote_addr = r.addr;
-        wr.wr.rdma.rkey = r.rkey;
-        VT_EQ(ibv_post_send(q.qp, &wr, &bad), 0);
+        VT_EQ(post_write(&q, &big, 0x700, 0, r.addr, r.rkey), 0);
         /* small inline WRITEs from a buffer overwritten right after each post */
         uint8_t src[SMALL];
         for (int i = 0; i < N; i++) {
             vt_pat_fill(src, SMALL, seed + 1, (uint64_t)i * SMALL);
             struct ibv_sge sge = {.addr = (uintptr_t)src, .length = SMALL};
-            wr.wr_id = 0x701 + (uint64_t)i;
-            wr.sg_list = &sge;
-            wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
-            wr.wr.rdma.remote_addr = r.addr + MIB + (uint64_t)i * SMALL;
-            VT_EQ(ibv_post_send(q.qp, &wr, &bad), 0);
+            VT_EQ(post_write(&q, &sge, 0x701 + (uint64_t)i, IBV_SEND_INLINE,
+                             r.addr + MIB + (uint64_t)i * SMALL, r.rkey),
+                  0);
             memset(src, 0xee, sizeof(src));
         }
         if (round == 1) {
