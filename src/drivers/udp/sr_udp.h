@@ -97,6 +97,13 @@ typedef void (*sr_udp_rx_fn)(void *arg, const uint8_t *pkt, size_t len, const ui
  * waiting, or a negative SR_ERR_* on a socket error with nothing read. */
 int sr_udp_recv(struct sr_udp *u, sr_udp_rx_fn cb, void *arg, int max);
 
+/* What sr_udp_recv does with one received message, for fuzzers and tests:
+ * buf (len bytes, writable: fault injection may flip a bit) as a datagram
+ * from src_gid:src_port, or as a GRO batch of gro-byte datagrams when
+ * 0 < gro < len. 0 or SR_ERR_INVAL. */
+int sr_udp_rx_inject(struct sr_udp *u, uint8_t *buf, size_t len, size_t gro, const uint8_t *src_gid,
+                     uint16_t src_port, sr_udp_rx_fn cb, void *arg);
+
 /* Batched sending: sr_udp_queue prepares a packet like sr_udp_send (payload
  * still read from the caller's memory, which must stay unchanged until the
  * flush) and sr_udp_flush sends everything queued with sendmmsg. A full

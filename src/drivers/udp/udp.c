@@ -890,22 +890,14 @@ static int udp_gro_size(struct msghdr *mh)
 }
 
 /* One message of a recvmmsg batch: a datagram, or a GRO batch of them. */
-static void udp_rx_one(struct sr_udp *u, int i, sr_udp_rx_fn cb, void *arg)
+/* A received datagram, or a GRO batch of them when 0 < gro < len. */
+static void udp_rx_msg(struct sr_udp *u, uint8_t *pkt, size_t len, size_t gro,
+                       const union udp_sa *name, sr_udp_rx_fn cb, void *arg)
 {
-    struct mmsghdr *m = &u->rx_msg[i];
-    uint8_t *pkt = u->rx_iov[i].iov_base;
-    if (m->msg_hdr.msg_flags & MSG_TRUNC) {
-        u->stats.rx_long_drops++;
-        return;
-    }
-    size_t len = m->msg_len;
     size_t seg = len;
-    if (u->gro) {
-        int g = udp_gro_size(&m->msg_hdr);
-        if (g > 0 && (size_t)g < len) {
-            seg = (size_t)g;
-            u->stats.rx_gro_bufs++;
-        }
+    if (gro > 0 && gro < len) {
+        seg = gro;
+        u->stats.rx_gro_bufs++;
     }
     size_t off = 0;
     do { /* once for an empty datagram too (counted as short) */
@@ -913,10 +905,34 @@ static void udp_rx_one(struct sr_udp *u, int i, sr_udp_rx_fn cb, void *arg)
         if (n > UDP_RX_DATA)
             u->stats.rx_long_drops++; /* larger than any RoCEv2 packet */
         else if (u->fault.on)
-            udp_rx_faulty(u, pkt + off, n, &u->rx_name[i], cb, arg);
+            udp_rx_faulty(u, pkt + off, n, name, cb, arg);
         else
-            udp_rx_deliver(u, pkt + off, n, &u->rx_name[i], cb, arg);
+            udp_rx_deliver(u, pkt + off, n, name, cb, arg);
     } while ((off += seg) < len);
+}
+
+static void udp_rx_one(struct sr_udp *u, int i, sr_udp_rx_fn cb, void *arg)
+{
+    struct mmsghdr *m = &u->rx_msg[i];
+    if (m->msg_hdr.msg_flags & MSG_TRUNC) {
+        u->stats.rx_long_drops++;
+        return;
+    }
+    int g = u->gro ? udp_gro_size(&m->msg_hdr) : 0;
+    udp_rx_msg(u, u->rx_iov[i].iov_base, m->msg_len, g > 0 ? (size_t)g : 0, &u->rx_name[i], cb,
+               arg);
+}
+
+int sr_udp_rx_inject(struct sr_udp *u, uint8_t *buf, size_t len, size_t gro, const uint8_t *src_gid,
+                     uint16_t src_port, sr_udp_rx_fn cb, void *arg)
+{
+    if (!u || !cb || (!buf && len) || !src_gid || gid_is_v4(src_gid) == u->ipv6)
+        return SR_ERR_INVAL;
+    union udp_sa name;
+    socklen_t salen;
+    sa_from_gid(&name, &salen, u->ipv6, src_gid, src_port);
+    udp_rx_msg(u, buf, len, gro, &name, cb, arg);
+    return 0;
 }
 
 int sr_udp_recv(struct sr_udp *u, sr_udp_rx_fn cb, void *arg, int max)
