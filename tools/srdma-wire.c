@@ -24,20 +24,14 @@ struct pcap_writer {
     uint32_t ts;
 };
 
-static void put_le32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
 static int pcap_open(struct pcap_writer *w, const char *path)
 {
     uint8_t hdr[24] = {0};
-    put_le32(hdr, 0xa1b2c3d4); /* microsecond pcap, little-endian */
-    hdr[4] = 2;                /* version 2.4 */
+    sr_put_le32(hdr, 0xa1b2c3d4); /* microsecond pcap, little-endian */
+    hdr[4] = 2;                   /* version 2.4 */
     hdr[6] = 4;
-    put_le32(hdr + 16, 65535); /* snaplen */
-    put_le32(hdr + 20, 1);     /* LINKTYPE_ETHERNET */
+    sr_put_le32(hdr + 16, 65535); /* snaplen */
+    sr_put_le32(hdr + 20, 1);     /* LINKTYPE_ETHERNET */
     w->f = fopen(path, "wb");
     if (!w->f)
         return -errno;
@@ -48,10 +42,10 @@ static int pcap_open(struct pcap_writer *w, const char *path)
 static int pcap_write(struct pcap_writer *w, const uint8_t *frame, size_t len)
 {
     uint8_t rec[16];
-    put_le32(rec, 1796000000u + w->ts / 1000000u); /* fixed, reproducible timestamps */
-    put_le32(rec + 4, w->ts % 1000000u);
-    put_le32(rec + 8, (uint32_t)len);
-    put_le32(rec + 12, (uint32_t)len);
+    sr_put_le32(rec, 1796000000u + w->ts / 1000000u); /* fixed, reproducible timestamps */
+    sr_put_le32(rec + 4, w->ts % 1000000u);
+    sr_put_le32(rec + 8, (uint32_t)len);
+    sr_put_le32(rec + 12, (uint32_t)len);
     w->ts += 10;
     if (fwrite(rec, sizeof(rec), 1, w->f) != 1 || fwrite(frame, len, 1, w->f) != 1)
         return -EIO;

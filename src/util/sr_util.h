@@ -79,5 +79,18 @@ static inline void sr_put_be64(uint8_t *p, uint64_t v)
     sr_put_be32(p, (uint32_t)(v >> 32));
     sr_put_be32(p + 4, (uint32_t)v);
 }
+/* Little-endian: the ICRC goes on the wire least-significant byte first
+ * (as Ethernet's FCS); pcap headers. */
+static inline uint32_t sr_get_le32(const uint8_t *p)
+{
+    return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline void sr_put_le32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
 
 #endif

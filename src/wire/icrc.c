@@ -217,22 +217,13 @@ int sr_icrc_compute(const uint8_t *ip, size_t len, uint32_t *icrc)
     return 0;
 }
 
-/* The ICRC goes on the wire least-significant byte first (as Ethernet's FCS). */
-static void put_le32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
 int sr_icrc_fill(uint8_t *ip, size_t len)
 {
     uint32_t icrc;
     int err = sr_icrc_compute(ip, len, &icrc);
     if (err)
         return err;
-    put_le32(ip + len - SR_ICRC_LEN, icrc);
+    sr_put_le32(ip + len - SR_ICRC_LEN, icrc);
     return 0;
 }
 
@@ -243,6 +234,6 @@ int sr_icrc_verify(const uint8_t *ip, size_t len)
     if (err)
         return err;
     uint8_t want[4];
-    put_le32(want, icrc);
+    sr_put_le32(want, icrc);
     return memcmp(want, ip + len - SR_ICRC_LEN, 4) ? SR_ERR_WIRE_ICRC : 0;
 }

@@ -21,7 +21,8 @@ uint16_t sr_inet_csum(const void *data, size_t len, uint32_t sum)
     return (uint16_t)~s;
 }
 
-int sr_l3_encode(const struct sr_l3_addr *a, size_t udp_payload_len, uint8_t *buf, size_t cap)
+/* sr_l3_encode without the IPv4 header checksum (left 0). */
+static int l3_fill(const struct sr_l3_addr *a, size_t udp_payload_len, uint8_t *buf, size_t cap)
 {
     size_t ip_len = a->ipv6 ? SR_IPV6_HDR_LEN : SR_IPV4_HDR_LEN;
     size_t udp_len = SR_UDP_HDR_LEN + udp_payload_len;
@@ -48,13 +49,34 @@ int sr_l3_encode(const struct sr_l3_addr *a, size_t udp_payload_len, uint8_t *bu
         buf[9] = 17;
         memcpy(buf + 12, a->src, 4);
         memcpy(buf + 16, a->dst, 4);
-        sr_put_be16(buf + 10, sr_inet_csum(buf, SR_IPV4_HDR_LEN, 0));
     }
     uint8_t *udp = buf + ip_len;
     sr_put_be16(udp, a->src_port);
-    sr_put_be16(udp + 2, SR_ROCE_UDP_PORT);
+    sr_put_be16(udp + 2, a->dst_port ? a->dst_port : SR_ROCE_UDP_PORT);
     sr_put_be16(udp + 4, (uint16_t)udp_len);
     return (int)(ip_len + SR_UDP_HDR_LEN);
+}
+
+int sr_l3_encode(const struct sr_l3_addr *a, size_t udp_payload_len, uint8_t *buf, size_t cap)
+{
+    int hl = l3_fill(a, udp_payload_len, buf, cap);
+    if (hl > 0 && !a->ipv6)
+        sr_put_be16(buf + 10, sr_inet_csum(buf, SR_IPV4_HDR_LEN, 0));
+    return hl;
+}
+
+int sr_icrc_begin_l3(struct sr_icrc_ctx *c, const struct sr_l3_addr *a, size_t tlen,
+                     const uint8_t *bth)
+{
+    if (tlen < SR_BTH_LEN + SR_ICRC_LEN)
+        return SR_ERR_WIRE_SHORT;
+    /* The ICRC masks the IPv4 header checksum: not computed. */
+    uint8_t h[SR_IPV6_HDR_LEN + SR_UDP_HDR_LEN + SR_BTH_LEN];
+    int hl = l3_fill(a, tlen, h, SR_IPV6_HDR_LEN + SR_UDP_HDR_LEN);
+    if (hl < 0)
+        return hl;
+    memcpy(h + hl, bth, SR_BTH_LEN);
+    return sr_icrc_begin(c, h, (size_t)hl + SR_BTH_LEN);
 }
 
 int sr_l3_udp_csum(uint8_t *ip, size_t len)

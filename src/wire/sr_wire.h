@@ -274,7 +274,14 @@ int sr_icrc_verify(const uint8_t *ip, size_t len);
 struct sr_icrc_ctx {
     uint32_t crc;
 };
+struct sr_l3_addr;
 int sr_icrc_begin(struct sr_icrc_ctx *c, const uint8_t *ip, size_t hdr_len);
+/* The same for a transport packet of tlen bytes (ICRC included) that is
+ * not in one buffer with its IP/UDP header: the header is the one a
+ * describes (sr_l3_encode's), bth the packet's first SR_BTH_LEN bytes;
+ * feed the bytes after the BTH with sr_icrc_update. */
+int sr_icrc_begin_l3(struct sr_icrc_ctx *c, const struct sr_l3_addr *a, size_t tlen,
+                     const uint8_t *bth);
 void sr_icrc_update(struct sr_icrc_ctx *c, const void *data, size_t len);
 uint32_t sr_icrc_final(const struct sr_icrc_ctx *c);
 
@@ -293,7 +300,8 @@ struct sr_l3_addr {
     bool ipv6;
     uint8_t src[16]; /* IPv4 uses the first 4 bytes */
     uint8_t dst[16];
-    uint16_t src_port; /* UDP source port (flow entropy); dst is 4791 */
+    uint16_t src_port; /* UDP source port (flow entropy) */
+    uint16_t dst_port; /* UDP destination port; 0 = 4791 (RoCEv2) */
     uint8_t tos;       /* IPv4 TOS / IPv6 traffic class (DSCP + ECN) */
     uint8_t ttl;       /* TTL / hop limit */
     uint16_t ip_id;    /* IPv4 identification */

@@ -266,6 +266,36 @@ static void test_ipv4_id_term(void)
     SR_CHECK_EQ(sr_icrc_ipv4_id_term(blen, 0), 0);
 }
 
+/* sr_icrc_begin_l3 over addressing and a scattered packet equals the ICRC
+ * of the whole packet as sr_l3_encode builds it (checksums and all), for
+ * IPv4 and IPv6 and a destination port other than 4791. */
+static void test_icrc_begin_l3(void)
+{
+    for (int v6 = 0; v6 < 2; v6++) {
+        sr_test_ctx = v6 ? "begin_l3 v6" : "begin_l3 v4";
+        struct sr_l3_addr a = {
+            .ipv6 = v6 != 0, .src_port = 49152, .dst_port = 18515, .tos = 2, .ttl = 64, .ip_id = 7};
+        for (int i = 0; i < 16; i++)
+            a.src[i] = (uint8_t)(i + 1), a.dst[i] = (uint8_t)(0x80 + i);
+        uint8_t pkt[SR_IPV6_HDR_LEN + SR_UDP_HDR_LEN + 300];
+        size_t tlen = 12 + 16 + 200 + SR_ICRC_LEN;
+        int hl = sr_l3_encode(&a, tlen, pkt, sizeof(pkt));
+        SR_CHECK(hl > 0);
+        SR_CHECK_EQ(sr_get_be16(pkt + hl - SR_UDP_HDR_LEN + 2), 18515);
+        for (size_t i = 0; i < tlen; i++)
+            pkt[hl + (int)i] = (uint8_t)(i * 7 + 3);
+        uint32_t want = 0;
+        SR_CHECK_EQ(sr_icrc_compute(pkt, (size_t)hl + tlen, &want), 0);
+        struct sr_icrc_ctx c;
+        SR_CHECK_EQ(sr_icrc_begin_l3(&c, &a, tlen, pkt + hl), 0);
+        sr_icrc_update(&c, pkt + hl + SR_BTH_LEN, 16);
+        sr_icrc_update(&c, pkt + hl + SR_BTH_LEN + 16, tlen - SR_BTH_LEN - 16 - SR_ICRC_LEN);
+        SR_CHECK_EQ(sr_icrc_final(&c), want);
+        SR_CHECK_EQ(sr_icrc_begin_l3(&c, &a, SR_BTH_LEN + SR_ICRC_LEN - 1, pkt + hl),
+                    SR_ERR_WIRE_SHORT);
+    }
+}
+
 static void test_l3_errors(void)
 {
     uint8_t pkt[128];
@@ -298,6 +328,7 @@ int main(void)
     SR_RUN(test_build_scapy_uc);
     SR_RUN(test_build_v6);
     SR_RUN(test_ipv4_id_term);
+    SR_RUN(test_icrc_begin_l3);
     SR_RUN(test_l3_errors);
     return SR_TEST_RESULT();
 }

@@ -91,18 +91,11 @@ int sr_forge_icrc(const struct sr_forge_l3 *l3, const uint8_t *tp, size_t len, u
 {
     if (len < SR_BTH_LEN + SR_ICRC_LEN)
         return SR_ERR_WIRE_SHORT;
-    /* sr_icrc_begin wants IP + UDP + BTH contiguous; the rest is fed on. */
-    uint8_t h[FORGE_L3_LEN + SR_BTH_LEN];
-    struct sr_l3_addr a = {.src_port = l3->sport, .ip_id = l3->ip_id};
+    struct sr_l3_addr a = {.src_port = l3->sport, .dst_port = l3->dport, .ip_id = l3->ip_id};
     memcpy(a.src, l3->src_gid + 12, 4);
     memcpy(a.dst, l3->dst_gid + 12, 4);
-    int hl = sr_l3_encode(&a, len, h, FORGE_L3_LEN);
-    if (hl < 0)
-        return hl;
-    sr_put_be16(h + SR_IPV4_HDR_LEN + 2, l3->dport);
-    memcpy(h + hl, tp, SR_BTH_LEN);
     struct sr_icrc_ctx c;
-    int err = sr_icrc_begin(&c, h, sizeof(h));
+    int err = sr_icrc_begin_l3(&c, &a, len, tp);
     if (err)
         return err;
     sr_icrc_update(&c, tp + SR_BTH_LEN, len - SR_BTH_LEN - SR_ICRC_LEN);
@@ -116,12 +109,7 @@ int sr_forge_icrc_fill(const struct sr_forge_l3 *l3, uint8_t *tp, size_t len)
     int err = sr_forge_icrc(l3, tp, len, &icrc);
     if (err)
         return err;
-    /* least-significant byte first, as the receiver compares it */
-    uint8_t *p = tp + len - SR_ICRC_LEN;
-    p[0] = (uint8_t)icrc;
-    p[1] = (uint8_t)(icrc >> 8);
-    p[2] = (uint8_t)(icrc >> 16);
-    p[3] = (uint8_t)(icrc >> 24);
+    sr_put_le32(tp + len - SR_ICRC_LEN, icrc); /* as the receiver compares it */
     return 0;
 }
 
@@ -130,8 +118,7 @@ bool sr_forge_icrc_ok(const struct sr_forge_l3 *l3, const uint8_t *tp, size_t le
     uint32_t icrc;
     if (sr_forge_icrc(l3, tp, len, &icrc))
         return false;
-    const uint8_t *p = tp + len - SR_ICRC_LEN;
-    uint32_t got = p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    uint32_t got = sr_get_le32(tp + len - SR_ICRC_LEN);
     /* l3's identification, or (as softrdma's driver accepts) any other
      * that a segment of a GSO train carries: 0..63 */
     for (uint16_t id = 0; id < 64; id++)

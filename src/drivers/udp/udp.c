@@ -60,7 +60,6 @@ enum {
     /* A GRO batch: up to the largest UDP payload. */
     UDP_RX_GRO = 65536,
     UDP_RX_GRO_VLEN = 16,
-    UDP_L3_MAX = SR_IPV6_HDR_LEN + SR_UDP_HDR_LEN,
     /* GSO: segments per send (the kernel's UDP_MAX_SEGMENTS is 64 or
      * more), iovec entries per message (UIO_MAXIOV), largest UDP payload
      * of a send (IPv4 total length 65535). */
@@ -214,42 +213,16 @@ static void sa_from_gid(union udp_sa *sa, socklen_t *len, bool ipv6, const uint8
     }
 }
 
-/* Write the IP + UDP header the kernel produces (or produced) for a
- * datagram of tlen transport bytes from src:sport to dst:dport, IPv4
- * identification ip_id; see the file comment for why these values. Only
- * for the ICRC: the fields it masks (TOS, TTL, the checksums; IPv6 traffic
- * class, flow label, hop limit) are left zero, not computed. Returns the
- * header length or a negative SR_ERR_*. */
-static int udp_pseudo_l3(bool ipv6, const uint8_t *src, uint16_t sport, const uint8_t *dst,
-                         uint16_t dport, size_t tlen, uint16_t ip_id, uint8_t *buf, size_t cap)
+/* The IP/UDP header the kernel produces (or produced) for a datagram from
+ * src:sport to dst:dport with IPv4 identification ip_id, as the ICRC sees
+ * it; see the file comment for why these values. */
+static void udp_l3(bool ipv6, const uint8_t *src, uint16_t sport, const uint8_t *dst,
+                   uint16_t dport, uint16_t ip_id, struct sr_l3_addr *a)
 {
-    size_t ip_len = ipv6 ? SR_IPV6_HDR_LEN : SR_IPV4_HDR_LEN;
-    size_t udp_len = SR_UDP_HDR_LEN + tlen;
-    if (cap < ip_len + SR_UDP_HDR_LEN)
-        return SR_ERR_NOSPACE;
-    if (udp_len + (ipv6 ? 0 : ip_len) > 0xffff)
-        return SR_ERR_RANGE;
-    memset(buf, 0, ip_len + SR_UDP_HDR_LEN);
-    if (ipv6) {
-        buf[0] = 0x60;
-        sr_put_be16(buf + 4, (uint16_t)udp_len);
-        buf[6] = 17;
-        memcpy(buf + 8, src, 16);
-        memcpy(buf + 24, dst, 16);
-    } else {
-        buf[0] = 0x45;
-        sr_put_be16(buf + 2, (uint16_t)(ip_len + udp_len));
-        sr_put_be16(buf + 4, ip_id);
-        buf[6] = 0x40; /* DF */
-        buf[9] = 17;
-        memcpy(buf + 12, src + 12, 4);
-        memcpy(buf + 16, dst + 12, 4);
-    }
-    uint8_t *udp = buf + ip_len;
-    sr_put_be16(udp, sport);
-    sr_put_be16(udp + 2, dport);
-    sr_put_be16(udp + 4, (uint16_t)udp_len);
-    return (int)(ip_len + SR_UDP_HDR_LEN);
+    *a = (struct sr_l3_addr){.ipv6 = ipv6, .src_port = sport, .dst_port = dport, .ip_id = ip_id};
+    size_t n = ipv6 ? 16 : 4, off = ipv6 ? 0 : 12;
+    memcpy(a->src, src + off, n);
+    memcpy(a->dst, dst + off, n);
 }
 
 static void udp_set_buf(int fd, int force_opt, int opt, uint32_t bytes)
@@ -471,15 +444,6 @@ void sr_udp_stats(const struct sr_udp *u, struct sr_udp_stats *out)
     *out = u->stats;
 }
 
-/* The ICRC goes on the wire least-significant byte first (as sr_icrc_fill). */
-static void put_le32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
 /* Everything but the sendmsg: checks, ICRC (computed with IPv4
  * identification ip_id), the iovec. Returns the number of iovec entries
  * (at most UDP_PKT_IOV) or a negative SR_ERR_*. */
@@ -493,16 +457,12 @@ static int udp_tx_prepare(const struct sr_udp *u, const struct sr_tx_pkt *t, uin
         return SR_ERR_INVAL; /* a device speaks only the family it is bound to */
     *tlen = (size_t)t->hdr_len + t->payload_len + t->pad_len + SR_ICRC_LEN;
 
-    /* sr_icrc_begin wants IP + UDP + BTH contiguous; the remaining
-     * headers, the payload and the pad are fed to it where they lie. */
-    uint8_t l3[UDP_L3_MAX + SR_BTH_LEN];
-    int hl = udp_pseudo_l3(u->ipv6, u->addr, u->port, t->dgid, SR_ROCE_UDP_PORT, *tlen, ip_id, l3,
-                           UDP_L3_MAX);
-    if (hl < 0)
-        return hl;
-    memcpy(l3 + hl, t->hdr, SR_BTH_LEN);
+    /* The remaining headers, the payload and the pad are fed to the ICRC
+     * where they lie. */
+    struct sr_l3_addr a;
+    udp_l3(u->ipv6, u->addr, u->port, t->dgid, SR_ROCE_UDP_PORT, ip_id, &a);
     struct sr_icrc_ctx c;
-    int err = sr_icrc_begin(&c, l3, (size_t)hl + SR_BTH_LEN);
+    int err = sr_icrc_begin_l3(&c, &a, *tlen, t->hdr);
     if (err)
         return err;
     sr_icrc_update(&c, t->hdr + SR_BTH_LEN, t->hdr_len - SR_BTH_LEN);
@@ -524,7 +484,7 @@ static int udp_tx_prepare(const struct sr_udp *u, const struct sr_tx_pkt *t, uin
         return SR_ERR_INVAL;
     memset(tail, 0, t->pad_len);
     sr_icrc_update(&c, tail, t->pad_len);
-    put_le32(tail + t->pad_len, sr_icrc_final(&c));
+    sr_put_le32(tail + t->pad_len, sr_icrc_final(&c));
     iov[n++] = (struct iovec){.iov_base = tail, .iov_len = t->pad_len + SR_ICRC_LEN};
     return n;
 }
@@ -741,23 +701,18 @@ static const uint32_t *udp_id_terms(struct sr_udp *u, size_t ip_len)
 static bool udp_icrc_ok(struct sr_udp *u, const uint8_t *pkt, size_t len, const uint8_t *src,
                         uint16_t sport)
 {
-    uint8_t l3[UDP_L3_MAX + SR_BTH_LEN];
-    int hl = udp_pseudo_l3(u->ipv6, src, sport, u->addr, u->port, len, 0, l3, UDP_L3_MAX);
-    if (hl < 0)
-        return false;
-    memcpy(l3 + hl, pkt, SR_BTH_LEN);
+    struct sr_l3_addr a;
+    udp_l3(u->ipv6, src, sport, u->addr, u->port, 0, &a);
     struct sr_icrc_ctx c;
-    if (sr_icrc_begin(&c, l3, (size_t)hl + SR_BTH_LEN) != 0)
+    if (sr_icrc_begin_l3(&c, &a, len, pkt) != 0)
         return false;
     sr_icrc_update(&c, pkt + SR_BTH_LEN, len - SR_BTH_LEN - SR_ICRC_LEN);
-    const uint8_t *t = pkt + len - SR_ICRC_LEN;
-    uint32_t got = t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
-    uint32_t diff = got ^ sr_icrc_final(&c);
+    uint32_t diff = sr_get_le32(pkt + len - SR_ICRC_LEN) ^ sr_icrc_final(&c);
     if (diff == 0)
         return true;
     if (u->ipv6)
         return false;
-    const uint32_t *term = udp_id_terms(u, (size_t)hl + len);
+    const uint32_t *term = udp_id_terms(u, SR_IPV4_HDR_LEN + SR_UDP_HDR_LEN + len);
     for (int id = 1; id < UDP_GSO_MAX_SEGS; id++)
         if (term[id] == diff)
             return true;
@@ -889,7 +844,6 @@ static int udp_gro_size(struct msghdr *mh)
     return 0;
 }
 
-/* One message of a recvmmsg batch: a datagram, or a GRO batch of them. */
 /* A received datagram, or a GRO batch of them when 0 < gro < len. */
 static void udp_rx_msg(struct sr_udp *u, uint8_t *pkt, size_t len, size_t gro,
                        const union udp_sa *name, sr_udp_rx_fn cb, void *arg)
