@@ -67,99 +67,74 @@ static srcclResult_t wait_for(struct sc_prims *p, const void **rx, size_t want, 
     return rx ? check_len(p, len, want) : srcclSuccess;
 }
 
-srcclResult_t sc_send(struct sc_prims *p, const void *src, size_t cnt)
+enum {
+    P_RECV = 1 << 0,   /* consume a received chunk */
+    P_SEND = 1 << 1,   /* fill a send slot and post it */
+    P_REDUCE = 1 << 2, /* the result is reduce(received, src), else a copy */
+    P_OUT = 1 << 3,    /* a sent result is also copied to dst */
+};
+
+/* One chunk of cnt elements through a step (NCCL's generic-op shape): wait
+ * for what the step needs (a received chunk, a free send slot), build the
+ * result where it goes first (the send slot when sending, else dst), then
+ * post and release. */
+static srcclResult_t prim(struct sc_prims *p, unsigned f, const void *src, void *dst, size_t cnt,
+                          bool postop)
 {
     if (!cnt)
         return srcclSuccess;
     size_t len = cnt * p->esize;
+    const void *rx = NULL;
     void *tx = NULL;
-    srcclResult_t r = wait_for(p, NULL, 0, &tx);
+    srcclResult_t r =
+        wait_for(p, f & P_RECV ? &rx : NULL, f & P_RECV ? len : 0, f & P_SEND ? &tx : NULL);
     if (r)
         return r;
-    memcpy(tx, src, len);
-    return sc_tp_tx_post(p->comm, p->send_peer, len);
+    void *out = f & P_SEND ? tx : dst;
+    if (f & P_REDUCE) {
+        p->reduce(out, rx, src, cnt);
+        if (postop && p->post)
+            p->post(out, cnt, p->comm->nranks);
+    } else {
+        memcpy(out, f & P_RECV ? rx : src, len);
+    }
+    if (f & P_OUT)
+        memcpy(dst, tx, len);
+    if ((f & P_SEND) && (r = sc_tp_tx_post(p->comm, p->send_peer, len)))
+        return r;
+    return f & P_RECV ? sc_tp_rx_release(p->comm, p->recv_peer) : srcclSuccess;
+}
+
+srcclResult_t sc_send(struct sc_prims *p, const void *src, size_t cnt)
+{
+    return prim(p, P_SEND, src, NULL, cnt, false);
 }
 
 srcclResult_t sc_recv(struct sc_prims *p, void *dst, size_t cnt)
 {
-    if (!cnt)
-        return srcclSuccess;
-    size_t len = cnt * p->esize;
-    const void *rx = NULL;
-    srcclResult_t r = wait_for(p, &rx, len, NULL);
-    if (r)
-        return r;
-    memcpy(dst, rx, len);
-    return sc_tp_rx_release(p->comm, p->recv_peer);
+    return prim(p, P_RECV, NULL, dst, cnt, false);
 }
 
 srcclResult_t sc_recv_reduce_send(struct sc_prims *p, const void *src, size_t cnt)
 {
-    if (!cnt)
-        return srcclSuccess;
-    size_t len = cnt * p->esize;
-    const void *rx = NULL;
-    void *tx = NULL;
-    srcclResult_t r = wait_for(p, &rx, len, &tx);
-    if (r)
-        return r;
-    p->reduce(tx, rx, src, cnt);
-    if ((r = sc_tp_tx_post(p->comm, p->send_peer, len)))
-        return r;
-    return sc_tp_rx_release(p->comm, p->recv_peer);
+    return prim(p, P_RECV | P_SEND | P_REDUCE, src, NULL, cnt, false);
 }
 
 srcclResult_t sc_recv_reduce_copy_send(struct sc_prims *p, const void *src, void *dst, size_t cnt,
                                        bool postop)
 {
-    if (!cnt)
-        return srcclSuccess;
-    size_t len = cnt * p->esize;
-    const void *rx = NULL;
-    void *tx = NULL;
-    srcclResult_t r = wait_for(p, &rx, len, &tx);
-    if (r)
-        return r;
-    p->reduce(tx, rx, src, cnt);
-    if (postop && p->post)
-        p->post(tx, cnt, p->comm->nranks);
-    memcpy(dst, tx, len);
-    if ((r = sc_tp_tx_post(p->comm, p->send_peer, len)))
-        return r;
-    return sc_tp_rx_release(p->comm, p->recv_peer);
+    return prim(p, P_RECV | P_SEND | P_REDUCE | P_OUT, src, dst, cnt, postop);
 }
 
 srcclResult_t sc_recv_reduce_copy(struct sc_prims *p, const void *src, void *dst, size_t cnt,
                                   bool postop)
 {
-    if (!cnt)
-        return srcclSuccess;
-    size_t len = cnt * p->esize;
-    const void *rx = NULL;
-    srcclResult_t r = wait_for(p, &rx, len, NULL);
-    if (r)
-        return r;
-    p->reduce(dst, rx, src, cnt);
-    if (postop && p->post)
-        p->post(dst, cnt, p->comm->nranks);
-    return sc_tp_rx_release(p->comm, p->recv_peer);
+    return prim(p, P_RECV | P_REDUCE, src, dst, cnt, postop);
 }
 
 srcclResult_t sc_recv_copy_send(struct sc_prims *p, void *dst, size_t cnt)
 {
-    if (!cnt)
-        return srcclSuccess;
-    size_t len = cnt * p->esize;
-    const void *rx = NULL;
-    void *tx = NULL;
-    srcclResult_t r = wait_for(p, &rx, len, &tx);
-    if (r)
-        return r;
-    memcpy(tx, rx, len);
-    if ((r = sc_tp_tx_post(p->comm, p->send_peer, len)))
-        return r;
-    memcpy(dst, tx, len);
-    return sc_tp_rx_release(p->comm, p->recv_peer);
+    return prim(p, P_RECV | P_SEND | P_OUT, NULL, dst, cnt, false);
 }
 
 srcclResult_t sc_send_msg(struct sc_prims *p, const void *src, size_t cnt)
