@@ -23,6 +23,8 @@
  *           messages during the flood.
  *
  * Usage: hostile_exhaustion <path of srdma-flood> [limits|qps10k|flood] */
+#include "hx_verbs.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
@@ -154,41 +156,16 @@ static struct ibv_qp *rc_qp(struct dev *d, struct ibv_cq *scq, struct ibv_cq *rc
 /* RESET -> INIT -> RTR -> RTS towards dqpn on the same device (loopback). */
 static int connect_qp(struct dev *d, struct ibv_qp *qp, uint32_t dqpn, uint8_t timeout)
 {
-    struct ibv_qp_attr a = {
-        .qp_state = IBV_QPS_INIT,
-        .port_num = 1,
-        .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
-    };
-    int err =
-        ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-    if (err)
-        return err;
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = dqpn;
-    a.rq_psn = dqpn * 7 & 0xffffff;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 1;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.port_num = 1;
-    a.ah_attr.grh.dgid = d->gid;
-    a.ah_attr.grh.hop_limit = 64;
-    err = ibv_modify_qp(qp, &a,
-                        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                            IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-    if (err)
-        return err;
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = timeout;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.sq_psn = qp->qp_num * 7 & 0xffffff; /* what the partner's rq_psn says */
-    a.max_rd_atomic = 1;
-    return ibv_modify_qp(qp, &a,
-                         IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                             IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+    struct hx_conn c = {.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+                        .mtu = IBV_MTU_1024,
+                        .dgid = d->gid.raw,
+                        .dqpn = dqpn,
+                        .rq_psn = dqpn * 7 & 0xffffff,
+                        .sq_psn = qp->qp_num * 7 & 0xffffff, /* what the partner's rq_psn says */
+                        .timeout = timeout,
+                        .rd_atomic = 1,
+                        .rnr_timer = 1};
+    return hx_qp_connect(qp, &c);
 }
 
 static int post_recv(struct ibv_qp *qp, uint64_t id, void *p, uint32_t len, uint32_t lkey)

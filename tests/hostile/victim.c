@@ -16,6 +16,7 @@
  * events, closes the device (SOFTRDMA_STATS=1 prints the counters the
  * attacker compares) and reports. Exit status 0 when every check passed. */
 #include "hostile.h"
+#include "hx_verbs.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -139,46 +140,22 @@ static struct ibv_qp *rc_qp(struct dev *d, struct ibv_cq *scq, struct ibv_cq *rc
     return qp;
 }
 
-static int qp_init(struct ibv_qp *qp, int access)
-{
-    struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = access};
-    return ibv_modify_qp(qp, &a,
-                         IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-}
-
-/* RESET/INIT -> RTR -> RTS. 0 or the failing modify's error: under fuzz a
- * packet may move the QP to Error between two steps. */
+/* RESET/INIT -> RTR -> RTS with the victim's limits. 0 or the failing
+ * modify's error: under fuzz a packet may move the QP to Error between two
+ * steps. */
 static int qp_connect_err(struct ibv_qp *qp, int access, enum ibv_mtu mtu, const uint8_t *dgid,
                           uint32_t dqpn, uint32_t rq_psn, uint32_t sq_psn, uint8_t timeout)
 {
-    int err = qp_init(qp, access);
-    if (err)
-        return err;
-    struct ibv_qp_attr a = {
-        .qp_state = IBV_QPS_RTR,
-        .path_mtu = mtu,
-        .dest_qp_num = dqpn,
-        .rq_psn = rq_psn,
-        .max_dest_rd_atomic = HX_RD_ATOMIC,
-        .min_rnr_timer = HX_RNR_TIMER,
-        .ah_attr = {.is_global = 1, .port_num = 1, .grh = {.hop_limit = 64}},
-    };
-    memcpy(a.ah_attr.grh.dgid.raw, dgid, 16);
-    err = ibv_modify_qp(qp, &a,
-                        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                            IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-    if (err)
-        return err;
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = timeout;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.sq_psn = sq_psn;
-    a.max_rd_atomic = HX_RD_ATOMIC;
-    return ibv_modify_qp(qp, &a,
-                         IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                             IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+    struct hx_conn c = {.access = access,
+                        .mtu = mtu,
+                        .dgid = dgid,
+                        .dqpn = dqpn,
+                        .rq_psn = rq_psn,
+                        .sq_psn = sq_psn,
+                        .timeout = timeout,
+                        .rd_atomic = HX_RD_ATOMIC,
+                        .rnr_timer = HX_RNR_TIMER};
+    return hx_qp_connect(qp, &c);
 }
 
 enum { TIMEOUT_67MS = 14 };
@@ -585,7 +562,7 @@ static void setup_targets(struct victim *v, const struct hx_hello *h, struct hx_
     ia.send_cq = ia.recv_cq = v->tcq;
     ia.cap.max_send_wr = ia.cap.max_recv_wr = 1;
     v->uc = ibv_create_qp(d->pd, &ia);
-    if (!v->uc || qp_init(v->uc, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
+    if (!v->uc || hx_qp_init(v->uc, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
         die("UC QP");
     info->uc_qpn = v->uc->qp_num;
     info->uc_rq_psn = 0x00fff0;
@@ -612,7 +589,7 @@ static void setup_targets(struct victim *v, const struct hx_hello *h, struct hx_
     if (ibv_destroy_qp(gone))
         die("destroy");
     v->init = rc_qp(d, v->tcq, v->trcq, 1);
-    if (qp_init(v->init, all))
+    if (hx_qp_init(v->init, all))
         die("INIT");
     info->init_qpn = v->init->qp_num;
 }
