@@ -217,13 +217,13 @@ static int full_pkt(const struct sr_pkt *p, const uint8_t *src, uint16_t sport, 
     int tlen = sr_wire_encode(p, tp, sizeof(tp));
     if (tlen < 0)
         return tlen;
-    struct sr_l3_addr a = {.ipv6 = !gid_is_v4(src), .src_port = sport, .ttl = 64};
+    struct sr_l3_addr a = {
+        .ipv6 = !gid_is_v4(src), .src_port = sport, .dst_port = dport, .ttl = 64};
     memcpy(a.src, a.ipv6 ? src : src + 12, a.ipv6 ? 16 : 4);
     memcpy(a.dst, a.ipv6 ? dst : dst + 12, a.ipv6 ? 16 : 4);
     int hl = sr_l3_encode(&a, (size_t)tlen, buf, cap);
     if (hl < 0 || (size_t)hl + (size_t)tlen > cap)
         return SR_ERR_NOSPACE;
-    sr_put_be16(buf + hl - SR_UDP_HDR_LEN + 2, dport);
     memcpy(buf + hl, tp, (size_t)tlen);
     *len = (size_t)hl + (size_t)tlen;
     int err = sr_icrc_fill(buf, *len);
