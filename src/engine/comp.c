@@ -12,9 +12,10 @@ uint64_t sr_qp_deadline(const struct sr_qp *qp)
 {
     if (qp->zombie)
         return qp->zombie_until;
-    if (qp->req.rnr_wait)
-        return qp->req.rnr_until;
-    return qp->comp.deadline;
+    uint64_t d = qp->req.rnr_wait ? qp->req.rnr_until : qp->comp.deadline;
+    if (qp->resp.ack_pending && qp->resp.ack_due < d)
+        d = qp->resp.ack_due;
+    return d;
 }
 
 static bool outstanding(const struct sr_qp *qp)

@@ -631,8 +631,11 @@ void sr_engine_advance(struct sr_engine *e, uint64_t now_ns)
                 sr_qp_destroy(qp); /* its linger is over */
             continue;
         }
-        if (d <= now_ns)
+        if (d <= now_ns) {
+            if (qp->resp.ack_pending && qp->resp.ack_due <= now_ns)
+                sr_resp_ack_flush(qp);
             sr_comp_timer(qp, now_ns);
+        }
         if (sr_qp_deadline(qp) == SR_NO_DEADLINE)
             deactivate(e, qp);
     }

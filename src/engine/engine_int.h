@@ -149,6 +149,11 @@ struct sr_qp {
     struct {
         uint32_t epsn, msn;
         bool nak_sent; /* one PSN sequence NAK per gap (IBA 9.7.5.1.2) */
+        /* A coalesced ACK held back (sr_engine_cfg.ack_delay_ns): it
+         * leaves with this QP's next request or response, or when due. */
+        bool ack_pending;
+        uint32_t ack_psn, ack_msn;
+        uint64_t ack_due;
         /* multi-packet message in progress */
         uint8_t msg; /* 0 none, SR_OPF_SEND or SR_OPF_WRITE */
         bool have_rwqe;
@@ -252,6 +257,8 @@ void sr_resp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err, cons
 /* comp.c */
 void sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns);
 void sr_comp_timer(struct sr_qp *qp, uint64_t now_ns);
+/* Sends the ACK the responder holds back, if any (sr_engine_cfg.ack_delay_ns). */
+void sr_resp_ack_flush(struct sr_qp *qp);
 void sr_comp_arm(struct sr_qp *qp, uint64_t now_ns);
 uint64_t sr_qp_deadline(const struct sr_qp *qp);
 

@@ -221,6 +221,7 @@ int sr_qp_destroy_linger(struct sr_qp *qp, uint64_t now_ns, uint64_t linger_ns)
         !heard)
         return sr_qp_destroy(qp);
     struct sr_engine *e = qp->eng;
+    sr_resp_ack_flush(qp);
     qp_release_refs(qp);
     /* nothing of the requester survives: no completions, no sends */
     qp->sq_head = qp->sq_tail = qp->req.cur = 0;
@@ -466,6 +467,7 @@ void sr_qp_retire(struct sr_qp *qp)
 void sr_qp_to_error(struct sr_qp *qp)
 {
     qp->attr.qp_state = SR_QPS_ERR;
+    qp->resp.ack_pending = false; /* an errored QP sends nothing */
     while (qp->sq_head != qp->sq_tail) {
         struct sr_swqe *w = sr_sq_at(qp, qp->sq_head);
         if (w->state != SWQE_DONE || w->status == SR_WC_SUCCESS) {

@@ -73,8 +73,8 @@ static uint8_t resp_base(const struct sr_qp *qp)
     return qp->type == SR_QPT_XRC_RECV ? SR_OP_XRC : SR_OP_RC;
 }
 
-static void send_aeth(struct sr_qp *qp, uint8_t opcode, uint32_t psn, uint8_t syndrome,
-                      uint64_t orig)
+static void emit_aeth(struct sr_qp *qp, uint8_t opcode, uint32_t psn, uint8_t syndrome,
+                      uint64_t orig, uint32_t msn)
 {
     struct sr_pkt p = {0};
     p.bth.opcode = opcode;
@@ -82,14 +82,49 @@ static void send_aeth(struct sr_qp *qp, uint8_t opcode, uint32_t psn, uint8_t sy
     p.bth.dest_qp = qp->attr.dest_qp_num;
     p.bth.psn = psn;
     p.aeth.syndrome = syndrome;
-    p.aeth.msn = qp->resp.msn & SR_PSN_MASK;
+    p.aeth.msn = msn & SR_PSN_MASK;
     p.atomic_orig = orig;
     sr_engine_tx(qp->eng, qp, &p, NULL, 0, qp->attr.dgid);
+}
+
+static void send_aeth(struct sr_qp *qp, uint8_t opcode, uint32_t psn, uint8_t syndrome,
+                      uint64_t orig)
+{
+    sr_resp_ack_flush(qp); /* a held ACK goes first: responses stay in PSN order */
+    emit_aeth(qp, opcode, psn, syndrome, orig, qp->resp.msn);
 }
 
 static void send_ack(struct sr_qp *qp, uint32_t psn)
 {
     send_aeth(qp, resp_base(qp) | SR_OP_ACK, psn, SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT, 0);
+}
+
+void sr_resp_ack_flush(struct sr_qp *qp)
+{
+    if (!qp->resp.ack_pending)
+        return;
+    qp->resp.ack_pending = false;
+    emit_aeth(qp, resp_base(qp) | SR_OP_ACK, qp->resp.ack_psn,
+              SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT, 0, qp->resp.ack_msn);
+}
+
+/* The acknowledgement an AckReq asks for: at once, or held back so that
+ * it can travel with the reply the application is about to post. */
+static void acknowledge(struct resp_ctx *c)
+{
+    struct sr_qp *qp = c->qp;
+    uint64_t delay = qp->eng->cfg.ack_delay_ns;
+    if (!delay) {
+        send_ack(qp, c->pkt->bth.psn);
+        return;
+    }
+    if (!qp->resp.ack_pending) {
+        qp->resp.ack_pending = true;
+        qp->resp.ack_due = c->now + delay;
+        sr_engine_activate(qp->eng, qp);
+    }
+    qp->resp.ack_psn = c->pkt->bth.psn;
+    qp->resp.ack_msn = qp->resp.msn;
 }
 
 static void send_nak(struct sr_qp *qp, uint32_t psn, uint8_t code)
@@ -103,6 +138,7 @@ static void send_read_responses(struct sr_qp *qp, const uint8_t *src, uint32_t l
 {
     uint32_t pmtu = sr_qp_pmtu(qp);
     uint32_t n = len ? (len + pmtu - 1) / pmtu : 1;
+    sr_resp_ack_flush(qp);
     for (uint32_t i = 0; i < n; i++) {
         struct sr_pkt p = {0};
         uint8_t op = n == 1       ? SR_OP_READ_RESP_ONLY
@@ -536,7 +572,7 @@ static void rc_rx(struct resp_ctx *c)
             break;
         case RS_ACKNOWLEDGE:
             if (c->pkt->bth.ack_req)
-                send_ack(qp, c->pkt->bth.psn);
+                acknowledge(c);
             return;
         case RS_NAK_SEQ:
             /* IBA 9.7.5.1.2: one sequence NAK until the expected PSN shows up. */

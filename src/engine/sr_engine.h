@@ -284,6 +284,11 @@ struct sr_engine_cfg {
     uint32_t window_pkts; /* requester's cap on unacknowledged packets; 0 = default */
     uint32_t port_mtu;    /* the port's active MTU (256..4096; 0 = 4096): UD QPs use it as
                              their path MTU, and it is the initial path MTU of the others */
+    /* How long an RC responder may hold an ACK back (0: send at once). A
+     * held ACK leaves with the QP's next packet (a request the application
+     * posts in reply, a response), or when due; meanwhile later ones
+     * replace it (IBA 9.7.5.1.1: ACKs may be coalesced). */
+    uint64_t ack_delay_ns;
     struct sr_engine_ops ops;
     void *ops_ctx;
 };

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
@@ -33,7 +34,14 @@ struct sr_nic {
      * asleep on a completion channel) gets its packets without a wake-up
      * each. */
     uint64_t spin_ns, app_idle_ns;
-    _Atomic uint64_t last_app_ns;  /* when an application thread last took the lock */
+    _Atomic uint64_t last_app_ns; /* when an application thread last took the lock */
+    /* Hand-off: while an application thread drives the NIC inline
+     * (ibv_poll_cq), the thread stays off the socket for handoff_ns after
+     * each such pass: no wake-up per packet, no fight for the lock. An
+     * application about to block (ibv_req_notify_cq) hands back at once. */
+    uint64_t handoff_ns;
+    _Atomic uint64_t last_inline_ns; /* last inline pass; 0 = handed back */
+    atomic_bool napping;
     struct sr_engine_ops user_ops; /* the layer above's cq/async callbacks */
     void *user_ctx;
 };
@@ -71,7 +79,8 @@ static void nic_rx(void *arg, const uint8_t *pkt, size_t len, const uint8_t *src
     sr_engine_rx(nic->eng, pkt, len, src_gid, nic->now);
 }
 
-int sr_nic_progress(struct sr_nic *nic)
+/* A pass run by the NIC thread, or inline by an application thread. */
+static int nic_pass(struct sr_nic *nic)
 {
     int total = 0;
     for (;;) {
@@ -88,6 +97,51 @@ int sr_nic_progress(struct sr_nic *nic)
         sr_engine_advance(nic->eng, now);
     sr_udp_flush(nic->udp);
     return total;
+}
+
+int sr_nic_progress(struct sr_nic *nic)
+{
+    int n = nic_pass(nic);
+    if (nic->handoff_ns)
+        atomic_store_explicit(&nic->last_inline_ns, nic->now, memory_order_relaxed);
+    return n;
+}
+
+void sr_nic_app_blocks(struct sr_nic *nic)
+{
+    atomic_store(&nic->last_inline_ns, 0); /* seq_cst: pairs with nic_nap */
+    if (atomic_load(&nic->napping)) {
+        uint64_t one = 1;
+        ssize_t r = write(nic->evfd, &one, sizeof(one));
+        (void)r;
+    }
+}
+
+/* Stays off the socket while an application thread polls inline; false
+ * when it does not (the thread then runs the NIC itself). */
+static bool nic_nap(struct sr_nic *nic)
+{
+    uint64_t inl = atomic_load_explicit(&nic->last_inline_ns, memory_order_relaxed);
+    uint64_t now = sr_nic_now();
+    if (!inl || now - inl >= nic->handoff_ns)
+        return false;
+    atomic_store(&nic->napping, true);
+    /* recheck: an application that blocked meanwhile has written the eventfd
+     * only if it saw napping set */
+    inl = atomic_load(&nic->last_inline_ns);
+    if (inl && now - inl < nic->handoff_ns) {
+        uint64_t wait = inl + nic->handoff_ns - now;
+        struct timespec ts = {.tv_sec = (time_t)(wait / 1000000000ull),
+                              .tv_nsec = (long)(wait % 1000000000ull)};
+        struct pollfd pfd = {.fd = nic->evfd, .events = POLLIN};
+        if (ppoll(&pfd, 1, &ts, NULL) > 0) {
+            uint64_t v;
+            ssize_t r = read(nic->evfd, &v, sizeof(v));
+            (void)r;
+        }
+    }
+    atomic_store(&nic->napping, false);
+    return true;
 }
 
 void sr_nic_flush(struct sr_nic *nic)
@@ -110,8 +164,10 @@ static void *nic_thread(void *arg)
     struct sr_nic *nic = arg;
     uint64_t last_busy = 0;
     while (!atomic_load(&nic->stop)) {
+        if (nic->handoff_ns && nic_nap(nic))
+            continue;
         pthread_mutex_lock(&nic->lock);
-        int n = sr_nic_progress(nic);
+        int n = nic_pass(nic);
         uint64_t deadline = sr_engine_next_deadline(nic->eng);
         uint64_t held = sr_udp_next_deadline(nic->udp); /* injected delays */
         if (held < deadline)
@@ -157,6 +213,7 @@ int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out)
     nic->epfd = nic->evfd = -1;
     nic->spin_ns = cfg->spin_ns;
     nic->app_idle_ns = 1000000;
+    nic->handoff_ns = cfg->handoff_ns;
     pthread_mutex_init(&nic->lock, NULL);
     int err = sr_udp_open(&cfg->udp, &nic->udp);
     if (err)

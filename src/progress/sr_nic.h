@@ -21,6 +21,10 @@ struct sr_nic_cfg {
      * long before blocking, while no application thread has called a verb
      * for a millisecond (see nic.c). 0: always block. */
     uint64_t spin_ns;
+    /* After an application thread ran the NIC inline (sr_nic_progress),
+     * the NIC thread leaves the socket to it for this long (no wake-up per
+     * packet). 0: the NIC thread always listens. */
+    uint64_t handoff_ns;
 };
 
 int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out);
@@ -40,6 +44,9 @@ void sr_nic_kick(struct sr_nic *nic);
 /* With the lock held: receive what is waiting and fire due timers. Returns
  * the number of packets processed. */
 int sr_nic_progress(struct sr_nic *nic);
+/* An application thread is about to block (arming a CQ's notification):
+ * the NIC thread takes the socket back at once. No lock needed. */
+void sr_nic_app_blocks(struct sr_nic *nic);
 void sr_nic_udp_stats(struct sr_nic *nic, struct sr_udp_stats *out);
 
 #endif

@@ -40,6 +40,22 @@ int sv_errno(int err)
 }
 
 /* ---- configuration ---- */
+/* A microsecond setting: def when unset, a warning and def when not a
+ * number in 0..max. */
+static uint32_t env_us(const char *name, uint32_t def, uint32_t max)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return def;
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (*end || v > max) {
+        fprintf(stderr, "softrdma: %s=%s ignored (0..%u)\n", name, s, max);
+        return def;
+    }
+    return (uint32_t)v;
+}
+
 static void parse_config(struct sv_config *c)
 {
     memset(c, 0, sizeof(*c));
@@ -68,16 +84,9 @@ static void parse_config(struct sv_config *c)
     }
     const char *st = getenv("SOFTRDMA_STATS");
     c->stats = st && *st && strcmp(st, "0") != 0;
-    c->spin_us = 50;
-    const char *sp = getenv("SOFTRDMA_SPIN_US");
-    if (sp && *sp) {
-        char *end;
-        unsigned long v = strtoul(sp, &end, 10);
-        if (*end || v > 1000000)
-            fprintf(stderr, "softrdma: SOFTRDMA_SPIN_US=%s ignored (0..1000000)\n", sp);
-        else
-            c->spin_us = (uint32_t)v;
-    }
+    c->spin_us = env_us("SOFTRDMA_SPIN_US", 50, 1000000);
+    c->ack_delay_us = env_us("SOFTRDMA_ACK_DELAY_US", 20, 10000);
+    c->handoff_us = env_us("SOFTRDMA_HANDOFF_US", 200, 1000000);
     const char *g = getenv("SOFTRDMA_GSO");
     c->no_gso = g && strcmp(g, "0") == 0;
     const char *m = getenv("SOFTRDMA_MTU");
@@ -131,6 +140,8 @@ int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_n
         cfg.udp.fault = dev->cfg.fault;
         cfg.udp.no_gso = dev->cfg.no_gso;
         cfg.spin_ns = (uint64_t)dev->cfg.spin_us * 1000;
+        cfg.engine.ack_delay_ns = (uint64_t)dev->cfg.ack_delay_us * 1000;
+        cfg.handoff_ns = (uint64_t)dev->cfg.handoff_us * 1000;
         cfg.engine.ops.cq_event = sv_engine_cq_event;
         cfg.engine.ops.async_event = sv_engine_async_event;
         cfg.engine.ops_ctx = dev;

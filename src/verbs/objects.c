@@ -333,10 +333,12 @@ static int sv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
                 break;
         }
         /* Nothing yet: drive the NIC inline once, for latency. */
-        if (got == 0 && pass == 0)
+        if (got == 0 && pass == 0) {
             sr_nic_progress(nic);
-        else
+            sr_nic_kick(nic); /* the pass may have set a timer (a held ACK) */
+        } else {
             break;
+        }
     }
     sr_nic_unlock(nic);
     return got;
@@ -344,6 +346,7 @@ static int sv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 
 static int sv_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
+    sr_nic_app_blocks(nic_of(cq->context)); /* it will wait: the NIC thread listens */
     return sv_errno(LOCKED(cq->context, sr_cq_req_notify(sv_cq(cq)->cq, solicited_only != 0)));
 }
 

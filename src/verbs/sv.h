@@ -23,6 +23,8 @@ struct sv_config {
     bool stats;                /* SOFTRDMA_STATS: counters on stderr at close */
     bool no_gso;               /* SOFTRDMA_GSO=0: one send per datagram */
     uint32_t spin_us;          /* SOFTRDMA_SPIN_US: NIC thread's busy-poll window */
+    uint32_t ack_delay_us;     /* SOFTRDMA_ACK_DELAY_US: how long an ACK may wait for a reply */
+    uint32_t handoff_us; /* SOFTRDMA_HANDOFF_US: NIC thread off the socket after inline polls */
 };
 
 /* The device: one per process (the verbs API's device list is process

@@ -44,6 +44,8 @@ struct h_node_ctx {
     int id;
 };
 static struct h_node_ctx h_ctx[H_NODES];
+/* sr_engine_cfg.ack_delay_ns of the engines h_init creates next */
+static uint64_t h_ack_delay_ns;
 
 static void h_enqueue(struct harness *h, const struct h_pkt *p)
 {
@@ -124,7 +126,8 @@ static void h_init(struct harness *h, uint32_t window)
         h_ctx[i].id = i;
         struct sr_engine_cfg cfg = {.ops = {.tx = h_tx, .async_event = h_async},
                                     .ops_ctx = &h_ctx[i],
-                                    .window_pkts = window};
+                                    .window_pkts = window,
+                                    .ack_delay_ns = h_ack_delay_ns};
         h_gid(cfg.gid, i);
         SR_CHECK_EQ(sr_engine_create(&cfg, &h->eng[i]), 0);
     }

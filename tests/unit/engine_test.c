@@ -977,6 +977,122 @@ static void test_linger(void)
     }
 }
 
+/* ---- held ACKs (sr_engine_cfg.ack_delay_ns) ---- */
+enum { LOG_MAX = 64, DELAY = 20000 };
+struct log_ent {
+    int from;
+    uint8_t op;
+    uint64_t at;
+};
+static struct log_ent plog[LOG_MAX];
+static int nlog;
+static int f_log(struct harness *h, const struct h_pkt *p, uint64_t seq)
+{
+    (void)seq;
+    if (nlog < LOG_MAX)
+        plog[nlog++] = (struct log_ent){p->from, (uint8_t)(p->data[0] & 0x1f), h->now};
+    return 0;
+}
+static int log_find(int from, uint8_t op, int start)
+{
+    for (int i = start; i < nlog; i++)
+        if (plog[i].from == from && plog[i].op == op)
+            return i;
+    return -1;
+}
+
+static void post_write(struct harness *h, struct h_pair *pr, int from, uint64_t id,
+                       enum sr_wr_opcode op)
+{
+    struct sr_sge sg = {(uintptr_t)mem[from], 64, sr_mr_lkey(mr[from])};
+    struct sr_send_wr wr = {.wr_id = id,
+                            .sg_list = &sg,
+                            .num_sge = 1,
+                            .opcode = op,
+                            .send_flags = SR_SEND_SIGNALED,
+                            .remote_addr = (uintptr_t)mem[!from] + 4096,
+                            .rkey = sr_mr_rkey(mr[!from])};
+    SR_CHECK_EQ(sr_qp_post_send(pr->qp[from], &wr, h->now), 0);
+}
+
+static void test_ack_delay(void)
+{
+    struct sr_wc wc[2];
+    for (int c = 0; c < 4; c++) {
+        static const char *names[] = {"held ACK leaves with the reply", "held ACK leaves when due",
+                                      "held ACK precedes a READ response",
+                                      "held ACK dropped in Error"};
+        sr_test_ctx = names[c];
+        struct harness h;
+        struct h_pair pr;
+        h_ack_delay_ns = DELAY;
+        h_init(&h, 0);
+        h_ack_delay_ns = 0;
+        h.filter = f_log;
+        nlog = 0;
+        struct h_qp_opts o = {.type = SR_QPT_RC, .timeout = 14, .retry_cnt = 3, .access = 15};
+        h_connect(&h, &pr, &o);
+        reg_mem(&pr, 15);
+        pattern(mem[0], 64, 3);
+        post_write(&h, &pr, 0, 1, SR_WR_RDMA_WRITE);
+        if (c == 2)
+            post_write(&h, &pr, 0, 2, SR_WR_RDMA_READ);
+        h_run(&h, NULL, NULL, DELAY / 2); /* delivered, executed, not yet acknowledged */
+        SR_CHECK(memcmp(mem[1] + 4096, mem[0], 64) == 0);
+        switch (c) {
+        case 0: {
+            SR_CHECK_EQ(log_find(1, SR_OP_ACK, 0), -1);
+            post_write(&h, &pr, 1, 9, SR_WR_RDMA_WRITE); /* the reply */
+            int w = log_find(1, SR_OP_WRITE_ONLY, 0), a = log_find(1, SR_OP_ACK, 0);
+            SR_CHECK(w >= 0 && a == w + 1); /* right behind the reply, at once */
+            SR_CHECK_EQ(plog[a].at, plog[w].at);
+            SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 1, wc, DELAY / 4), 1);
+            SR_CHECK_EQ(wc[0].status, SR_WC_SUCCESS);
+            SR_CHECK_EQ(wait_wc(&h, pr.scq[1], 1, wc, 2 * DELAY + 10000), 1);
+            SR_CHECK_EQ(wc[0].status, SR_WC_SUCCESS);
+            break;
+        }
+        case 1: {
+            uint64_t sent = plog[log_find(0, SR_OP_WRITE_ONLY, 0)].at;
+            SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 1, wc, 2 * DELAY), 1);
+            SR_CHECK_EQ(wc[0].status, SR_WC_SUCCESS);
+            int a = log_find(1, SR_OP_ACK, 0);
+            SR_CHECK(a >= 0);
+            SR_CHECK_EQ(plog[a].at, sent + H_DELAY_NS + DELAY); /* held for the delay, no more */
+            SR_CHECK_EQ(log_find(1, SR_OP_ACK, a + 1), -1);
+            break;
+        }
+        case 2: {
+            int a = log_find(1, SR_OP_ACK, 0), r = log_find(1, SR_OP_READ_RESP_ONLY, 0);
+            SR_CHECK(a >= 0 && r == a + 1); /* PSN order: the WRITE's ACK, then the READ's */
+            SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 2, wc, DELAY / 4), 2);
+            SR_CHECK_EQ(wc[0].status, SR_WC_SUCCESS);
+            SR_CHECK_EQ(wc[1].status, SR_WC_SUCCESS);
+            break;
+        }
+        case 3: {
+            struct sr_qp_attr a = {.qp_state = SR_QPS_ERR};
+            SR_CHECK_EQ(sr_qp_modify(pr.qp[1], &a, SR_QP_STATE, h.now), 0);
+            h_run(&h, NULL, NULL, 2 * DELAY);
+            SR_CHECK_EQ(log_find(1, SR_OP_ACK, 0), -1); /* an errored QP sends nothing */
+            break;
+        }
+        }
+        sr_mr_dereg(mr[0]);
+        sr_mr_dereg(mr[1]);
+        h_fini(&h);
+    }
+}
+
+/* Every operation, size and fault profile again with ACKs held back. */
+static void test_ops_held_acks(void)
+{
+    h_ack_delay_ns = DELAY;
+    test_ops();
+    test_stream();
+    h_ack_delay_ns = 0;
+}
+
 static void test_qp_state(void)
 {
     sr_test_ctx = "qp state machine";
@@ -1100,6 +1216,8 @@ int main(void)
     SR_RUN(test_uc);
     SR_RUN(test_xrc);
     SR_RUN(test_linger);
+    SR_RUN(test_ack_delay);
+    SR_RUN(test_ops_held_acks);
     SR_RUN(test_cq_overflow_and_limits);
     free(mem[0]);
     free(mem[1]);
