@@ -89,7 +89,7 @@ static void test_crc32_long(void)
             uint32_t init = (uint32_t)(x >> (len % 32));
             SR_CHECK_EQ(sr_crc32(init, buf + off, len), crc32_bitwise(init, buf + off, len));
         }
-    static const size_t longs[] = {1023, 4096, 4100, 4133, 65536, 65599, 70000};
+    static const size_t longs[] = {1023, 1024, 1279, 4096, 4100, 4133, 65536, 65599, 70000};
     for (size_t i = 0; i < sizeof(longs) / sizeof(longs[0]); i++)
         for (size_t off = 0; off < 16; off += 3) {
             SR_CHECK_EQ(sr_crc32(0, buf + off, longs[i]), crc32_bitwise(0, buf + off, longs[i]));
