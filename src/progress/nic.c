@@ -34,7 +34,9 @@ struct sr_nic {
      * asleep on a completion channel) gets its packets without a wake-up
      * each. */
     uint64_t spin_ns, app_idle_ns;
-    _Atomic uint64_t last_app_ns; /* when an application thread last took the lock */
+    /* verbs calls so far (sr_nic_lock): the thread notes when the count
+     * last moved, so the calls themselves read no clock */
+    _Atomic uint64_t app_calls;
     /* Hand-off: while an application thread drives the NIC inline
      * (ibv_poll_cq), the thread stays off the socket for handoff_ns after
      * each such pass: no wake-up per packet, no fight for the lock. An
@@ -92,7 +94,7 @@ static int nic_pass(struct sr_nic *nic)
         if (n < RX_BATCH)
             break;
     }
-    uint64_t now = sr_nic_now();
+    uint64_t now = total ? sr_nic_now() : nic->now;
     if (sr_engine_next_deadline(nic->eng) <= now)
         sr_engine_advance(nic->eng, now);
     sr_udp_flush(nic->udp);
@@ -162,7 +164,7 @@ void sr_nic_kick(struct sr_nic *nic)
 static void *nic_thread(void *arg)
 {
     struct sr_nic *nic = arg;
-    uint64_t last_busy = 0;
+    uint64_t last_busy = 0, seen_calls = 0, app_seen = 0;
     while (!atomic_load(&nic->stop)) {
         if (nic->handoff_ns && nic_nap(nic))
             continue;
@@ -175,9 +177,12 @@ static void *nic_thread(void *arg)
         uint64_t now = sr_nic_now();
         if (n > 0)
             last_busy = now;
-        bool spin =
-            now - last_busy < nic->spin_ns &&
-            now - atomic_load_explicit(&nic->last_app_ns, memory_order_relaxed) > nic->app_idle_ns;
+        uint64_t calls = atomic_load_explicit(&nic->app_calls, memory_order_relaxed);
+        if (calls != seen_calls) {
+            seen_calls = calls;
+            app_seen = now;
+        }
+        bool spin = now - last_busy < nic->spin_ns && now - app_seen > nic->app_idle_ns;
         if (!spin)
             atomic_store(&nic->sleep_until, deadline == UINT64_MAX ? UINT64_MAX : deadline);
         pthread_mutex_unlock(&nic->lock);
@@ -287,7 +292,10 @@ const uint8_t *sr_nic_gid(const struct sr_nic *nic)
 void sr_nic_lock(struct sr_nic *nic)
 {
     pthread_mutex_lock(&nic->lock);
-    atomic_store_explicit(&nic->last_app_ns, sr_nic_now(), memory_order_relaxed);
+    /* only application threads take the lock here: no read-modify-write */
+    atomic_store_explicit(&nic->app_calls,
+                          atomic_load_explicit(&nic->app_calls, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
 }
 void sr_nic_unlock(struct sr_nic *nic)
 {
