@@ -109,6 +109,12 @@ int sr_nic_progress(struct sr_nic *nic)
     return n;
 }
 
+void sr_nic_app_polls(struct sr_nic *nic)
+{
+    if (nic->handoff_ns)
+        atomic_store_explicit(&nic->last_inline_ns, sr_nic_now(), memory_order_relaxed);
+}
+
 void sr_nic_app_blocks(struct sr_nic *nic)
 {
     atomic_store(&nic->last_inline_ns, 0); /* seq_cst: pairs with nic_nap */

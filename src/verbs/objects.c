@@ -316,29 +316,34 @@ static void to_ibv_wc(const struct sr_wc *s, struct ibv_wc *w)
     w->dlid_path_bits = 0;
 }
 
+static int cq_drain(struct sv_cq *c, int num_entries, struct ibv_wc *wc)
+{
+    struct sr_wc tmp[32];
+    int got = 0;
+    while (got < num_entries) {
+        int n = sr_cq_poll(c->cq, SR_MIN(num_entries - got, 32), tmp);
+        for (int i = 0; i < n; i++)
+            to_ibv_wc(&tmp[i], &wc[got + i]);
+        got += n;
+        if (n == 0)
+            break;
+    }
+    return got;
+}
+
 static int sv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 {
     struct sv_cq *c = sv_cq(cq);
     struct sr_nic *nic = nic_of(cq->context);
-    struct sr_wc tmp[32];
-    int got = 0;
     sr_nic_lock(nic);
-    for (int pass = 0; pass < 2 && got < num_entries; pass++) {
-        while (got < num_entries) {
-            int n = sr_cq_poll(c->cq, SR_MIN(num_entries - got, 32), tmp);
-            for (int i = 0; i < n; i++)
-                to_ibv_wc(&tmp[i], &wc[got + i]);
-            got += n;
-            if (n == 0)
-                break;
-        }
+    int got = cq_drain(c, num_entries, wc);
+    if (got) {
+        sr_nic_app_polls(nic); /* a polling thread: its next empty poll runs the NIC */
+    } else if (num_entries > 0) {
         /* Nothing yet: drive the NIC inline once, for latency. */
-        if (got == 0 && pass == 0) {
-            sr_nic_progress(nic);
-            sr_nic_kick(nic); /* the pass may have set a timer (a held ACK) */
-        } else {
-            break;
-        }
+        sr_nic_progress(nic);
+        sr_nic_kick(nic); /* the pass may have set a timer (a held ACK) */
+        got = cq_drain(c, num_entries, wc);
     }
     sr_nic_unlock(nic);
     return got;
