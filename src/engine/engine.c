@@ -236,6 +236,7 @@ bool sr_sge_scatter(struct sr_engine *e, struct sr_pd *pd, const struct sr_sge *
                     uint32_t num_sge, uint32_t off, const void *data, uint32_t len)
 {
     const uint8_t *src = data;
+    sr_engine_fence(e);
     for (uint32_t i = 0; i < num_sge && len; i++) {
         if (off >= sge[i].length) {
             off -= sge[i].length;
@@ -556,8 +557,10 @@ static void engine_tx(struct sr_engine *e, struct sr_qp *qp, const struct sr_pkt
         .pad_len = sr_wire_pad_len(pkt->payload_len),
         .dgid = dgid,
         .src_port = qp->src_port,
-        .flush = flush,
+        .flush = flush && !e->cfg.ops.tx_fence,
     };
+    if (flush && e->cfg.ops.tx_fence)
+        e->fence_due = true;
     e->stats.tx_pkts++;
     e->stats.tx_bytes += (uint64_t)hl + pkt->payload_len;
     (void)e->cfg.ops.tx(e->cfg.ops_ctx, &t);

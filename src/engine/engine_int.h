@@ -193,7 +193,18 @@ struct sr_engine {
     struct sr_xrcd *xrcds;
     struct sr_srq **srq_by_num; /* index = srqn - 1 */
     uint32_t zombies;
+    bool fence_due; /* queued READ response payload: fence before writing memory */
 };
+
+/* Before the engine writes registered memory: queued packets whose payload
+ * is memory the write may change leave first (sr_engine_ops.tx_fence). */
+static inline void sr_engine_fence(struct sr_engine *e)
+{
+    if (e->fence_due) {
+        e->fence_due = false;
+        e->cfg.ops.tx_fence(e->cfg.ops_ctx);
+    }
+}
 
 enum { SR_QPN_BASE = 0x10 }; /* QPN 0 and 1 are the IB special QPs */
 

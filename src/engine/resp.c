@@ -471,6 +471,7 @@ static enum resp_state execute(struct resp_ctx *c)
         }
     } else if (op_is(c, SR_OPF_WRITE)) {
         if (pkt->payload_len) {
+            sr_engine_fence(qp->eng);
             SR_DMA_BEGIN();
             memcpy(c->target, pkt->payload, pkt->payload_len);
             SR_DMA_END();
@@ -502,6 +503,7 @@ static enum resp_state execute(struct resp_ctx *c)
         r->atomic = true;
         r->psn = pkt->bth.psn;
         r->npkts = 1;
+        sr_engine_fence(qp->eng);
         SR_DMA_BEGIN();
         r->orig = do_atomic(c->target, pkt);
         SR_DMA_END();

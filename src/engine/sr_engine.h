@@ -271,6 +271,11 @@ struct sr_tx_pkt {
  * driver could not take the packet (it is then treated as lost). */
 struct sr_engine_ops {
     int (*tx)(void *ctx, const struct sr_tx_pkt *pkt);
+    /* Optional: put every queued packet on the wire (or copy its payload)
+     * now. With it, a flush-flagged packet may stay queued until the
+     * engine is about to write memory (its next placement or atomic) or
+     * the driver's own flush; without it, tx sees pkt->flush set. */
+    void (*tx_fence)(void *ctx);
     /* a completion was added to cq (for completion channels); may be NULL */
     void (*cq_event)(void *ctx, struct sr_cq *cq, bool solicited);
     /* an affiliated or unaffiliated async event; obj is the QP, CQ or SRQ */

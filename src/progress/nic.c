@@ -61,6 +61,12 @@ static int nic_tx(void *ctx, const struct sr_tx_pkt *pkt)
     return sr_udp_queue(nic->udp, pkt); /* honours pkt->flush */
 }
 
+static void nic_tx_fence(void *ctx)
+{
+    struct sr_nic *nic = ctx;
+    sr_udp_fence(nic->udp);
+}
+
 static void nic_cq_event(void *ctx, struct sr_cq *cq, bool solicited)
 {
     struct sr_nic *nic = ctx;
@@ -234,6 +240,7 @@ int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out)
     nic->user_ops = cfg->engine.ops;
     nic->user_ctx = cfg->engine.ops_ctx;
     ec.ops.tx = nic_tx;
+    ec.ops.tx_fence = nic_tx_fence;
     ec.ops.cq_event = nic_cq_event;
     ec.ops.async_event = nic_async_event;
     ec.ops_ctx = nic;

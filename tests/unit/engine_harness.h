@@ -35,6 +35,7 @@ struct harness {
     h_filter_fn filter;
     void *filter_arg;
     uint64_t sent, dropped;
+    bool defer; /* h_defer when created */
     int async_events[32];
     void *async_obj;
 };
@@ -46,6 +47,22 @@ struct h_node_ctx {
 static struct h_node_ctx h_ctx[H_NODES];
 /* sr_engine_cfg.ack_delay_ns of the engines h_init creates next */
 static uint64_t h_ack_delay_ns;
+/* When set before h_init: the wire behaves like a batching driver with
+ * sr_engine_ops.tx_fence. Packets are queued with their payload still in
+ * the sender's memory, read when the engine fences or when h_run ends a
+ * delivery step (a driver's flush at the end of its pass). */
+static bool h_defer;
+enum { H_DEFER_MAX = 256, H_DEFER_IOV = 4 };
+static struct h_deferred {
+    struct harness *h;
+    int from;
+    uint8_t hdr[SR_MAX_HDR_LEN];
+    uint32_t hdr_len, iov_cnt, tail;
+    struct sr_iov iov[H_DEFER_IOV];
+    uint8_t dgid[16];
+} h_deferred[H_DEFER_MAX];
+static uint32_t h_ndeferred;
+static int h_tx_now(struct h_node_ctx *nc, const struct sr_tx_pkt *t);
 
 static void h_enqueue(struct harness *h, const struct h_pkt *p)
 {
@@ -65,9 +82,46 @@ static void h_enqueue(struct harness *h, const struct h_pkt *p)
     h->qcount++;
 }
 
+static void h_fence(void *ctx)
+{
+    (void)ctx;
+    for (uint32_t i = 0; i < h_ndeferred; i++) {
+        struct h_deferred *d = &h_deferred[i];
+        struct sr_tx_pkt t = {.hdr = d->hdr,
+                              .hdr_len = d->hdr_len,
+                              .iov = d->iov,
+                              .iov_cnt = d->iov_cnt,
+                              .pad_len = d->tail,
+                              .dgid = d->dgid};
+        for (uint32_t k = 0; k < d->iov_cnt; k++)
+            t.payload_len += d->iov[k].len;
+        h_tx_now(&h_ctx[d->from], &t);
+    }
+    h_ndeferred = 0;
+}
+
 static int h_tx(void *ctx, const struct sr_tx_pkt *t)
 {
     struct h_node_ctx *nc = ctx;
+    if (!nc->h->defer)
+        return h_tx_now(nc, t);
+    if (h_ndeferred == H_DEFER_MAX || t->iov_cnt > H_DEFER_IOV)
+        h_fence(ctx);
+    struct h_deferred *d = &h_deferred[h_ndeferred++];
+    d->from = nc->id;
+    memcpy(d->hdr, t->hdr, t->hdr_len);
+    d->hdr_len = t->hdr_len;
+    d->iov_cnt = t->iov_cnt;
+    memcpy(d->iov, t->iov, sizeof(*t->iov) * t->iov_cnt);
+    d->tail = t->pad_len;
+    memcpy(d->dgid, t->dgid, 16);
+    if (t->flush)
+        h_fence(ctx);
+    return 0;
+}
+
+static int h_tx_now(struct h_node_ctx *nc, const struct sr_tx_pkt *t)
+{
     struct harness *h = nc->h;
     static struct h_pkt p;
     p.from = nc->id;
@@ -120,14 +174,16 @@ static void h_gid(uint8_t gid[16], int node)
 static void h_init(struct harness *h, uint32_t window)
 {
     memset(h, 0, sizeof(*h));
+    h->defer = h_defer;
     h->q = calloc(H_QCAP, sizeof(*h->q));
     for (int i = 0; i < H_NODES; i++) {
         h_ctx[i].h = h;
         h_ctx[i].id = i;
-        struct sr_engine_cfg cfg = {.ops = {.tx = h_tx, .async_event = h_async},
-                                    .ops_ctx = &h_ctx[i],
-                                    .window_pkts = window,
-                                    .ack_delay_ns = h_ack_delay_ns};
+        struct sr_engine_cfg cfg = {
+            .ops = {.tx = h_tx, .tx_fence = h_defer ? h_fence : NULL, .async_event = h_async},
+            .ops_ctx = &h_ctx[i],
+            .window_pkts = window,
+            .ack_delay_ns = h_ack_delay_ns};
         h_gid(cfg.gid, i);
         SR_CHECK_EQ(sr_engine_create(&cfg, &h->eng[i]), 0);
     }
@@ -135,6 +191,7 @@ static void h_init(struct harness *h, uint32_t window)
 
 static void h_fini(struct harness *h)
 {
+    h_ndeferred = 0;
     for (int i = 0; i < H_NODES; i++)
         sr_engine_destroy(h->eng[i]);
     while (h->qcount) {
@@ -151,6 +208,7 @@ static bool h_run(struct harness *h, bool (*done)(void *), void *arg, uint64_t m
 {
     uint64_t end = h->now + max_ns;
     for (;;) {
+        h_fence(NULL); /* what the engines queued since (posts, timers) */
         if (done && done(arg))
             return true;
         uint64_t next = UINT64_MAX;
@@ -176,6 +234,7 @@ static bool h_run(struct harness *h, bool (*done)(void *), void *arg, uint64_t m
             sr_engine_rx(h->eng[p->to], p->data, p->len, src, h->now);
             free(p);
         }
+        h_fence(NULL); /* the driver's flush at the end of its pass */
         for (int i = 0; i < H_NODES; i++)
             if (sr_engine_next_deadline(h->eng[i]) <= h->now)
                 sr_engine_advance(h->eng[i], h->now);

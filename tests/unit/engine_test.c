@@ -1084,6 +1084,52 @@ static void test_ack_delay(void)
     }
 }
 
+/* A READ's responses may wait in a batching driver (tx_fence), but not past
+ * a later request that writes the memory they come from: the READ returns
+ * the bytes as they were before the WRITE behind it (IBA ordering). */
+static void test_read_fence(void)
+{
+    enum { LEN = 65536 };
+    h_defer = true;
+    struct harness h;
+    struct h_pair pr;
+    h_init(&h, 0);
+    h_defer = false;
+    struct h_qp_opts o = {.type = SR_QPT_RC, .mtu = 4096, .retry_cnt = 3, .access = 15};
+    h_connect(&h, &pr, &o);
+    reg_mem(&pr, 15);
+    uint8_t *x = mem[1], *got = mem[0], *newer = mem[0] + 2 * LEN;
+    pattern(x, LEN, 21);
+    pattern(newer, LEN, 22);
+    uint8_t *before = malloc(LEN);
+    memcpy(before, x, LEN);
+    struct sr_sge rsg = {(uintptr_t)got, LEN, sr_mr_lkey(mr[0])};
+    struct sr_sge wsg = {(uintptr_t)newer, LEN, sr_mr_lkey(mr[0])};
+    struct sr_send_wr rd = {.wr_id = 1,
+                            .sg_list = &rsg,
+                            .num_sge = 1,
+                            .opcode = SR_WR_RDMA_READ,
+                            .send_flags = SR_SEND_SIGNALED,
+                            .remote_addr = (uintptr_t)x,
+                            .rkey = sr_mr_rkey(mr[1])};
+    struct sr_send_wr wr = rd;
+    wr.wr_id = 2;
+    wr.sg_list = &wsg;
+    wr.opcode = SR_WR_RDMA_WRITE;
+    SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &rd, h.now), 0);
+    SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &wr, h.now), 0);
+    struct sr_wc wc[2];
+    SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 2, wc, 1000000000ull), 2);
+    SR_CHECK_EQ(wc[0].status, SR_WC_SUCCESS);
+    SR_CHECK_EQ(wc[1].status, SR_WC_SUCCESS);
+    SR_CHECK(memcmp(got, before, LEN) == 0); /* the READ saw the old bytes */
+    SR_CHECK(memcmp(x, newer, LEN) == 0);    /* and the WRITE landed after it */
+    free(before);
+    sr_mr_dereg(mr[0]);
+    sr_mr_dereg(mr[1]);
+    h_fini(&h);
+}
+
 /* Every operation, size and fault profile again with ACKs held back. */
 static void test_ops_held_acks(void)
 {
@@ -1218,6 +1264,7 @@ int main(void)
     SR_RUN(test_linger);
     SR_RUN(test_ack_delay);
     SR_RUN(test_ops_held_acks);
+    SR_RUN(test_read_fence);
     SR_RUN(test_cq_overflow_and_limits);
     free(mem[0]);
     free(mem[1]);

@@ -115,6 +115,10 @@ int sr_udp_rx_inject(struct sr_udp *u, uint8_t *buf, size_t len, size_t gro, con
  * cfg.no_gso. */
 int sr_udp_queue(struct sr_udp *u, const struct sr_tx_pkt *t);
 int sr_udp_flush(struct sr_udp *u);
+/* What a flush-flagged packet asks for (sr_tx_pkt.flush): the payload of
+ * everything queued is copied (small) or sent (sr_udp_flush), so the
+ * memory it came from may change. */
+void sr_udp_fence(struct sr_udp *u);
 
 struct sr_udp_stats {
     uint64_t tx_pkts, tx_bytes; /* datagrams sent, UDP payload bytes (ICRC included) */

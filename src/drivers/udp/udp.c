@@ -659,9 +659,15 @@ int sr_udp_queue(struct sr_udp *u, const struct sr_tx_pkt *t)
     }
     u->tx_iov_used += (uint32_t)n;
     u->txp_cnt++;
-    if (t->flush && !udp_tx_protect(u))
-        sr_udp_flush(u);
+    if (t->flush)
+        sr_udp_fence(u);
     return 0;
+}
+
+void sr_udp_fence(struct sr_udp *u)
+{
+    if (!udp_tx_protect(u))
+        sr_udp_flush(u);
 }
 
 static void gid_from_sa(const union udp_sa *sa, uint8_t *gid, uint16_t *port)
