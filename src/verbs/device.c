@@ -86,7 +86,7 @@ static void parse_config(struct sv_config *c)
     c->stats = st && *st && strcmp(st, "0") != 0;
     c->spin_us = env_us("SOFTRDMA_SPIN_US", 50, 1000000);
     c->ack_delay_us = env_us("SOFTRDMA_ACK_DELAY_US", 20, 10000);
-    c->handoff_us = env_us("SOFTRDMA_HANDOFF_US", 200, 1000000);
+    c->handoff_us = env_us("SOFTRDMA_HANDOFF_US", 1000, 1000000);
     const char *g = getenv("SOFTRDMA_GSO");
     c->no_gso = g && strcmp(g, "0") == 0;
     const char *m = getenv("SOFTRDMA_MTU");
