@@ -59,8 +59,8 @@ int main(int argc, char **argv)
      * 127..64) are multiplied by x^(64+D-1) mod P, its last 64 by x^(D-1)
      * mod P; the -1 makes up for the carry-less product of two reflected
      * 64-bit operands landing one bit short of the 128-bit layout. */
-    static const unsigned dist[] = {2048, 512, 128};
-    for (int i = 0; i < 3; i++)
+    static const unsigned dist[] = {512, 128};
+    for (int i = 0; i < 2; i++)
         fprintf(f, "static const uint64_t crc_fold%u[2] = {0x%016llxull, 0x%016llxull};\n", dist[i],
                 (unsigned long long)xpow_mod_reflected(64 + dist[i] - 1),
                 (unsigned long long)xpow_mod_reflected(dist[i] - 1));

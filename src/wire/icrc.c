@@ -80,57 +80,8 @@ __attribute__((target("pclmul,sse2"))) static uint32_t crc32_clmul(uint32_t c, c
     return crc32_table(crc32_table(0, rest, sizeof(rest)), p, n);
 }
 
-/* The same folding four 128-bit blocks per instruction (VPCLMULQDQ on
- * 512-bit registers): sixteen accumulators 16 bytes apart, each folded
- * 2048 bits (one 256-byte stride) forward per step, then folded into one
- * another in memory order like x0..x3 above. */
-__attribute__((target("avx512f,vpclmulqdq,pclmul,sse2"))) static inline __m512i fold4(__m512i x,
-                                                                                      __m512i k)
-{
-    return _mm512_xor_si512(_mm512_clmulepi64_epi128(x, k, 0x00),
-                            _mm512_clmulepi64_epi128(x, k, 0x11));
-}
-
-__attribute__((target("avx512f,vpclmulqdq,pclmul,sse2"))) static uint32_t
-crc32_vpclmul(uint32_t c, const uint8_t *p, size_t n)
-{
-    const __m512i k2048 = _mm512_broadcast_i32x4(
-        _mm_set_epi64x((long long)crc_fold2048[1], (long long)crc_fold2048[0]));
-    const __m128i k128 = _mm_set_epi64x((long long)crc_fold128[1], (long long)crc_fold128[0]);
-    __m512i z0 =
-        _mm512_xor_si512(_mm512_loadu_si512(p), _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)c)));
-    __m512i z1 = _mm512_loadu_si512(p + 64);
-    __m512i z2 = _mm512_loadu_si512(p + 128);
-    __m512i z3 = _mm512_loadu_si512(p + 192);
-    p += 256;
-    n -= 256;
-    for (; n >= 256; p += 256, n -= 256) {
-        z0 = _mm512_xor_si512(fold4(z0, k2048), _mm512_loadu_si512(p));
-        z1 = _mm512_xor_si512(fold4(z1, k2048), _mm512_loadu_si512(p + 64));
-        z2 = _mm512_xor_si512(fold4(z2, k2048), _mm512_loadu_si512(p + 128));
-        z3 = _mm512_xor_si512(fold4(z3, k2048), _mm512_loadu_si512(p + 192));
-    }
-    __m128i lane[16];
-    _mm512_storeu_si512(lane, z0);
-    _mm512_storeu_si512(lane + 4, z1);
-    _mm512_storeu_si512(lane + 8, z2);
-    _mm512_storeu_si512(lane + 12, z3);
-    __m128i x = lane[0];
-    for (int i = 1; i < 16; i++)
-        x = _mm_xor_si128(fold(x, k128), lane[i]);
-    for (; n >= 16; p += 16, n -= 16)
-        x = _mm_xor_si128(fold(x, k128), _mm_loadu_si128((const __m128i *)p));
-    uint8_t rest[16];
-    _mm_storeu_si128((__m128i *)rest, x);
-    return crc32_table(crc32_table(0, rest, sizeof(rest)), p, n);
-}
-
 static uint32_t crc32_raw(uint32_t c, const uint8_t *p, size_t n)
 {
-    /* 512-bit folding from 1 KiB: below, reducing sixteen lanes costs more
-     * than it saves */
-    if (n >= 1024 && __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("avx512f"))
-        return crc32_vpclmul(c, p, n);
     if (n >= 64 && __builtin_cpu_supports("pclmul"))
         return crc32_clmul(c, p, n);
     return crc32_table(c, p, n);
