@@ -105,14 +105,18 @@ static int h_tx(void *ctx, const struct sr_tx_pkt *t)
     struct h_node_ctx *nc = ctx;
     if (!nc->h->defer)
         return h_tx_now(nc, t);
-    if (h_ndeferred == H_DEFER_MAX || t->iov_cnt > H_DEFER_IOV)
+    if (h_ndeferred == H_DEFER_MAX || t->iov_cnt > H_DEFER_IOV) {
         h_fence(ctx);
+        if (t->iov_cnt > H_DEFER_IOV)
+            return h_tx_now(nc, t); /* in order, just not deferred */
+    }
     struct h_deferred *d = &h_deferred[h_ndeferred++];
     d->from = nc->id;
     memcpy(d->hdr, t->hdr, t->hdr_len);
     d->hdr_len = t->hdr_len;
     d->iov_cnt = t->iov_cnt;
-    memcpy(d->iov, t->iov, sizeof(*t->iov) * t->iov_cnt);
+    if (t->iov_cnt)
+        memcpy(d->iov, t->iov, sizeof(*t->iov) * t->iov_cnt);
     d->tail = t->pad_len;
     memcpy(d->dgid, t->dgid, 16);
     if (t->flush)
