@@ -37,12 +37,16 @@ struct sr_nic {
     /* verbs calls so far (sr_nic_lock): the thread notes when the count
      * last moved, so the calls themselves read no clock */
     _Atomic uint64_t app_calls;
-    /* Hand-off: while an application thread drives the NIC inline
-     * (ibv_poll_cq), the thread stays off the socket for handoff_ns after
-     * each such pass: no wake-up per packet, no fight for the lock. An
-     * application about to block (ibv_req_notify_cq) hands back at once. */
+    /* Hand-off: while an application thread polls (ibv_poll_cq: an empty
+     * poll runs the NIC inline), the thread stays off the socket for
+     * handoff_ns after each poll: no wake-up per packet, no fight for the
+     * lock. It takes a pass itself when no inline pass ran for
+     * 4 x handoff_ns (a thread polling a CQ that never runs dry would
+     * otherwise starve the rest). An application about to block
+     * (ibv_req_notify_cq) hands back at once. */
     uint64_t handoff_ns;
-    _Atomic uint64_t last_inline_ns; /* last inline pass; 0 = handed back */
+    _Atomic uint64_t last_poll_ns; /* last poll; 0 = handed back */
+    _Atomic uint64_t last_pass_ns; /* last inline pass */
     atomic_bool napping;
     struct sr_engine_ops user_ops; /* the layer above's cq/async callbacks */
     void *user_ctx;
@@ -110,20 +114,22 @@ static int nic_pass(struct sr_nic *nic)
 int sr_nic_progress(struct sr_nic *nic)
 {
     int n = nic_pass(nic);
-    if (nic->handoff_ns)
-        atomic_store_explicit(&nic->last_inline_ns, nic->now, memory_order_relaxed);
+    if (nic->handoff_ns) {
+        atomic_store_explicit(&nic->last_pass_ns, nic->now, memory_order_relaxed);
+        atomic_store_explicit(&nic->last_poll_ns, nic->now, memory_order_relaxed);
+    }
     return n;
 }
 
 void sr_nic_app_polls(struct sr_nic *nic)
 {
     if (nic->handoff_ns)
-        atomic_store_explicit(&nic->last_inline_ns, sr_nic_now(), memory_order_relaxed);
+        atomic_store_explicit(&nic->last_poll_ns, sr_nic_now(), memory_order_relaxed);
 }
 
 void sr_nic_app_blocks(struct sr_nic *nic)
 {
-    atomic_store(&nic->last_inline_ns, 0); /* seq_cst: pairs with nic_nap */
+    atomic_store(&nic->last_poll_ns, 0); /* seq_cst: pairs with nic_nap */
     if (atomic_load(&nic->napping)) {
         uint64_t one = 1;
         ssize_t r = write(nic->evfd, &one, sizeof(one));
@@ -131,20 +137,31 @@ void sr_nic_app_blocks(struct sr_nic *nic)
     }
 }
 
-/* Stays off the socket while an application thread polls inline; false
- * when it does not (the thread then runs the NIC itself). */
+/* Until when the hand-off lets the thread stay off the socket; 0 when
+ * it does not (the thread then runs the NIC itself). */
+static uint64_t nic_handoff_until(struct sr_nic *nic, uint64_t now, bool seq_cst)
+{
+    uint64_t poll = seq_cst ? atomic_load(&nic->last_poll_ns)
+                            : atomic_load_explicit(&nic->last_poll_ns, memory_order_relaxed);
+    uint64_t pass = atomic_load_explicit(&nic->last_pass_ns, memory_order_relaxed);
+    if (!poll || now - poll >= nic->handoff_ns || now - pass >= 4 * nic->handoff_ns)
+        return 0;
+    return SR_MIN(poll + nic->handoff_ns, pass + 4 * nic->handoff_ns);
+}
+
+/* Stays off the socket while an application thread polls; false when it
+ * does not. */
 static bool nic_nap(struct sr_nic *nic)
 {
-    uint64_t inl = atomic_load_explicit(&nic->last_inline_ns, memory_order_relaxed);
     uint64_t now = sr_nic_now();
-    if (!inl || now - inl >= nic->handoff_ns)
+    if (!nic_handoff_until(nic, now, false))
         return false;
     atomic_store(&nic->napping, true);
     /* recheck: an application that blocked meanwhile has written the eventfd
      * only if it saw napping set */
-    inl = atomic_load(&nic->last_inline_ns);
-    if (inl && now - inl < nic->handoff_ns) {
-        uint64_t wait = inl + nic->handoff_ns - now;
+    uint64_t until = nic_handoff_until(nic, now, true);
+    if (until) {
+        uint64_t wait = until - now;
         struct timespec ts = {.tv_sec = (time_t)(wait / 1000000000ull),
                               .tv_nsec = (long)(wait % 1000000000ull)};
         struct pollfd pfd = {.fd = nic->evfd, .events = POLLIN};
