@@ -49,6 +49,18 @@ static int wait_wc(struct harness *h, struct sr_cq *cq, int n, struct sr_wc *out
     return w.got;
 }
 
+/* Posts a then b on node 0's QP; both complete successfully within max_ns. */
+static void post2_ok(struct harness *h, struct h_pair *pr, const struct sr_send_wr *a,
+                     const struct sr_send_wr *b, uint64_t max_ns)
+{
+    SR_CHECK_EQ(sr_qp_post_send(pr->qp[0], a, h->now), 0);
+    SR_CHECK_EQ(sr_qp_post_send(pr->qp[0], b, h->now), 0);
+    struct sr_wc wc[2];
+    SR_CHECK_EQ(wait_wc(h, pr->scq[0], 2, wc, max_ns), 2);
+    SR_CHECK_EQ(wc[0].status, SR_WC_SUCCESS);
+    SR_CHECK_EQ(wc[1].status, SR_WC_SUCCESS);
+}
+
 /* ---- fault filters (pseudo-random per packet, reproducible) ---- */
 static uint32_t h_hash(uint64_t seq)
 {
@@ -531,12 +543,7 @@ static void test_fence(void)
                                  .num_sge = 1,
                                  .opcode = SR_WR_SEND,
                                  .send_flags = SR_SEND_SIGNALED | (fenced ? SR_SEND_FENCE : 0)};
-        SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &rd, h.now), 0);
-        SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &snd, h.now), 0);
-        struct sr_wc wc[2];
-        SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 2, wc, 100000000ull), 2);
-        SR_CHECK_EQ(wc[0].status, SR_WC_SUCCESS);
-        SR_CHECK_EQ(wc[1].status, SR_WC_SUCCESS);
+        post2_ok(&h, &pr, &rd, &snd, 100000000ull);
         SR_CHECK_EQ(fence_send_verdict, fenced); /* unfenced: sent before the response */
         sr_mr_dereg(mr[0]);
         sr_mr_dereg(mr[1]);
@@ -1116,12 +1123,7 @@ static void test_read_fence(void)
     wr.wr_id = 2;
     wr.sg_list = &wsg;
     wr.opcode = SR_WR_RDMA_WRITE;
-    SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &rd, h.now), 0);
-    SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &wr, h.now), 0);
-    struct sr_wc wc[2];
-    SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 2, wc, 1000000000ull), 2);
-    SR_CHECK_EQ(wc[0].status, SR_WC_SUCCESS);
-    SR_CHECK_EQ(wc[1].status, SR_WC_SUCCESS);
+    post2_ok(&h, &pr, &rd, &wr, 1000000000ull);
     SR_CHECK(memcmp(got, before, LEN) == 0); /* the READ saw the old bytes */
     SR_CHECK(memcmp(x, newer, LEN) == 0);    /* and the WRITE landed after it */
     free(before);
