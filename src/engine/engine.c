@@ -359,6 +359,11 @@ int sr_cq_req_notify(struct sr_cq *cq, bool solicited_only)
     return 0;
 }
 
+bool sr_cq_armed(const struct sr_cq *cq)
+{
+    return cq->notify != 0;
+}
+
 /* ---- receive queues (QP-owned or shared) ---- */
 static int rq_init(struct sr_rq *rq, uint32_t max_wr, uint32_t max_sge)
 {

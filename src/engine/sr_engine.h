@@ -349,6 +349,8 @@ int sr_cq_poll(struct sr_cq *cq, int n, struct sr_wc *wc);
 /* Arm a one-shot notification: the next completion (solicited_only: the
  * next solicited or error completion) calls ops.cq_event. */
 int sr_cq_req_notify(struct sr_cq *cq, bool solicited_only);
+/* A notification is requested and has not fired yet. */
+bool sr_cq_armed(const struct sr_cq *cq);
 void sr_cq_set_user(struct sr_cq *cq, void *user);
 void *sr_cq_user(const struct sr_cq *cq);
 

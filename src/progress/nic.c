@@ -114,17 +114,16 @@ static int nic_pass(struct sr_nic *nic)
 int sr_nic_progress(struct sr_nic *nic)
 {
     int n = nic_pass(nic);
-    if (nic->handoff_ns) {
+    if (nic->handoff_ns)
         atomic_store_explicit(&nic->last_pass_ns, nic->now, memory_order_relaxed);
-        atomic_store_explicit(&nic->last_poll_ns, nic->now, memory_order_relaxed);
-    }
     return n;
 }
 
-void sr_nic_app_polls(struct sr_nic *nic)
+void sr_nic_app_polls(struct sr_nic *nic, bool after_pass)
 {
     if (nic->handoff_ns)
-        atomic_store_explicit(&nic->last_poll_ns, sr_nic_now(), memory_order_relaxed);
+        atomic_store_explicit(&nic->last_poll_ns, after_pass ? nic->now : sr_nic_now(),
+                              memory_order_relaxed);
 }
 
 void sr_nic_app_blocks(struct sr_nic *nic)

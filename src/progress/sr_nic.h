@@ -47,10 +47,10 @@ int sr_nic_progress(struct sr_nic *nic);
 /* An application thread is about to block (arming a CQ's notification):
  * the NIC thread takes the socket back at once. No lock needed. */
 void sr_nic_app_blocks(struct sr_nic *nic);
-/* An application thread polled completions without running the NIC (its
- * CQ had some): it counts as polling inline for the hand-off, since its
- * next empty poll will run the NIC. */
-void sr_nic_app_polls(struct sr_nic *nic);
+/* An application thread polled a CQ (after_pass: it ran the NIC inline
+ * with sr_nic_progress just now) and will be back: the NIC thread may
+ * leave the socket to it for a while (the hand-off). */
+void sr_nic_app_polls(struct sr_nic *nic, bool after_pass);
 void sr_nic_udp_stats(struct sr_nic *nic, struct sr_udp_stats *out);
 
 #endif

@@ -220,6 +220,7 @@ SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq *
 {
     struct sv_channel *ch = sr_container_of(channel, struct sv_channel, ch);
     struct sv_ev e;
+    sr_nic_app_blocks(nic_of(channel->context)); /* it may sleep: the NIC thread listens */
     if (sv_evq_get(&ch->evq, &e))
         return -1;
     struct sv_cq *c = e.obj;
@@ -337,14 +338,21 @@ static int sv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
     struct sr_nic *nic = nic_of(cq->context);
     sr_nic_lock(nic);
     int got = cq_drain(c, num_entries, wc);
-    if (got) {
-        sr_nic_app_polls(nic); /* a polling thread: its next empty poll runs the NIC */
-    } else if (num_entries > 0) {
+    bool ran = false;
+    if (!got && num_entries > 0) {
         /* Nothing yet: drive the NIC inline once, for latency. */
         sr_nic_progress(nic);
         sr_nic_kick(nic); /* the pass may have set a timer (a held ACK) */
         got = cq_drain(c, num_entries, wc);
+        ran = true;
     }
+    /* An armed CQ polled dry is the usual last look before
+     * ibv_get_cq_event: the thread is about to block, so the NIC thread
+     * must listen. Any other poll will be followed by more. */
+    if (!got && sr_cq_armed(c->cq))
+        sr_nic_app_blocks(nic);
+    else if (num_entries > 0)
+        sr_nic_app_polls(nic, ran);
     sr_nic_unlock(nic);
     return got;
 }

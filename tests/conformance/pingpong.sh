@@ -29,6 +29,14 @@ echo "--- client ($crc)"; cat "$out/cli"
 grep -qE "iters in|^success" "$out/srv" && grep -qE "iters in|^success" "$out/cli" || { echo "FAIL: no result line"; exit 1; }
 # both sides must have talked to softrdma's device (RoCEv2 GIDs)
 grep -q "GID ::ffff:127\." "$out/cli" || { echo "FAIL: not a softrdma loopback GID"; exit 1; }
+# With SR_MAX_USEC_PER_ITER set, the client's "= X usec/iter" must stay
+# below it (a guard against stalls per iteration, not a benchmark).
+if [ -n "${SR_MAX_USEC_PER_ITER:-}" ]; then
+  us=$(sed -n 's/.*= *\([0-9.]*\) usec\/iter.*/\1/p' "$out/cli")
+  [ -n "$us" ] || { echo "FAIL: no usec/iter"; exit 1; }
+  awk -v u="$us" -v m="$SR_MAX_USEC_PER_ITER" 'BEGIN { exit !(u < m) }' ||
+    { echo "FAIL: $us usec/iter, limit $SR_MAX_USEC_PER_ITER"; exit 1; }
+fi
 # With SR_EXPECT_FAULTS set (and SOFTRDMA_STATS=1), both sides must show
 # injected faults, repaired by the transport, and what SR_EXPECT_FAULTS names.
 if [ -n "${SR_EXPECT_FAULTS:-}" ]; then
