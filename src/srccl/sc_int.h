@@ -172,8 +172,10 @@ const void *sc_tp_rx_peek(srcclComm_t comm, int peer, size_t *len);
 /* Consumes the chunk; its credit goes back with our next chunk to that peer,
  * or on its own once half the slots are owed (or at sc_tp_flush). */
 srcclResult_t sc_tp_rx_release(srcclComm_t comm, int peer);
-/* Returns every consumed chunk's credit now: before sleeping or yielding. */
-srcclResult_t sc_tp_flush(srcclComm_t comm);
+/* Returns the consumed chunks' credits now: to every peer (all: before
+ * the application gets control back), or to the peers whose every slot
+ * is taken (before sleeping). */
+srcclResult_t sc_tp_flush(srcclComm_t comm, bool all);
 /* Polls completions; srcclSuccess or the (sticky) error. *progressed > 0 if
  * anything happened. */
 srcclResult_t sc_tp_progress(srcclComm_t comm, int *progressed);

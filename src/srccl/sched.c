@@ -170,7 +170,7 @@ srcclResult_t sc_co_block(srcclComm_t c, uint64_t *deadline, const char *what, i
         return r;
     if (sc_now_ns() >= *deadline)
         return sc_tp_timeout(c, what, peer);
-    if ((r = sc_tp_flush(c))) /* the application may be away for long */
+    if ((r = sc_tp_flush(c, true))) /* the application may be away for long */
         return r;
     uint64_t away = c->away_ns;
     co_suspend(c);
@@ -325,7 +325,7 @@ static void leave(srcclComm_t c)
     /* Requests outstanding: their peers may need our credits meanwhile (a
      * failure is now c->async_err, returned by the next call). */
     if (c->q_head && c->nranks > 1 && !c->async_err)
-        sc_tp_flush(c);
+        sc_tp_flush(c, true);
 }
 
 static void pass(srcclComm_t c, int *progressed)

@@ -10,10 +10,12 @@
  * Credits on their own: SEND WITH IMMEDIATE, no payload, immediate =
  * 2^31 | number of chunks consumed (31 bits). Counts are cumulative, so
  * credits coalesce; the two kinds travel in order on the one QP. An own
- * SEND goes only once half the slots are consumed and uncredited, or
- * before this rank sleeps or yields (sc_tp_flush): a symmetric exchange
- * (recursive doubling, 2 ranks) then sends none, and a rank that waits
- * has returned all it consumed, so waits cannot form a cycle on credits.
+ * SEND goes only once half the slots are consumed and uncredited, before
+ * this rank sleeps to a sender whose every slot is taken, and to every
+ * sender before the application gets control back with requests queued
+ * (sc_tp_flush): a symmetric exchange (recursive doubling, 2 ranks) then
+ * sends none, and no sender stays blocked on a rank that sleeps, so waits
+ * cannot form a cycle on credits.
  * Every receive completion is replaced by a fresh receive (no scatter
  * entries: neither message carries a payload into the receive queue).
  *
@@ -342,12 +344,16 @@ static srcclResult_t maybe_credit(srcclComm_t c, struct sc_peer *p)
     return srcclSuccess;
 }
 
-srcclResult_t sc_tp_flush(srcclComm_t c)
+srcclResult_t sc_tp_flush(srcclComm_t c, bool all)
 {
     for (int i = 0; i < c->nranks; i++) {
-        if (i == c->rank)
+        struct sc_peer *p = &c->peers[i];
+        /* Not all: only to a sender whose every slot is taken (it may be
+         * blocked on us). Any other sender's next chunk wakes us, and the
+         * next sleep looks again. */
+        if (i == c->rank || (!all && p->rx_arrived - p->rx_credited < c->cfg.slot_cnt))
             continue;
-        srcclResult_t r = flush_credit(c, &c->peers[i]);
+        srcclResult_t r = flush_credit(c, p);
         if (r)
             return r;
     }
@@ -495,8 +501,8 @@ srcclResult_t sc_tp_timeout(srcclComm_t c, const char *what, int peer)
 srcclResult_t sc_tp_arm(srcclComm_t c, int *progressed)
 {
     *progressed = 0;
-    /* About to sleep: nothing we consumed may be kept from its sender. */
-    srcclResult_t r = sc_tp_flush(c);
+    /* About to sleep: no sender may be kept waiting for what we consumed. */
+    srcclResult_t r = sc_tp_flush(c, false);
     if (r)
         return r;
     if (c->cq_armed)
