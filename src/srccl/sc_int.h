@@ -180,8 +180,10 @@ srcclResult_t sc_tp_flush(srcclComm_t comm, bool all);
  * anything happened. */
 srcclResult_t sc_tp_progress(srcclComm_t comm, int *progressed);
 /* Polls, then sleeps on the completion channel, until something happens
- * or the deadline. */
-srcclResult_t sc_tp_wait(srcclComm_t comm, uint64_t deadline_ns, const char *what, int peer);
+ * or the deadline; len: the bytes whose arrival (or consumption) is
+ * awaited, which lengthens the spin. */
+srcclResult_t sc_tp_wait(srcclComm_t comm, uint64_t deadline_ns, const char *what, int peer,
+                         size_t len);
 /* The same wait without an error at the deadline: returns after a
  * completion, an event, 100 ms or until_ns, whichever comes first. */
 srcclResult_t sc_tp_idle(srcclComm_t comm, uint64_t until_ns);
@@ -218,6 +220,7 @@ struct srcclComm {
     uint16_t lid;
     struct sc_peer *peers; /* nranks entries; peers[rank] has no QP */
     int local_ranks;       /* ranks on this host (ourselves included) */
+    bool spin_per_byte;    /* waits spin 1 ns longer per byte awaited (sc_tp_wait) */
     /* scratch for algorithms that need a temporary (grown on demand) */
     void *scratch;
     size_t scratch_len;

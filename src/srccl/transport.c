@@ -228,6 +228,7 @@ srcclResult_t sc_tp_connect(srcclComm_t c, const uint8_t *all, size_t rec_len)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     if (!c->cfg.spin_set && cpus > 0 && c->local_ranks > cpus)
         c->cfg.spin_ns = 0;
+    c->spin_per_byte = !c->cfg.spin_set && c->cfg.spin_ns > 0;
     sc_debug(c, "%d ranks on this host (%ld CPUs): spin %llu us", c->local_ranks, cpus,
              (unsigned long long)(c->cfg.spin_ns / 1000));
     for (int i = 0; i < c->nranks; i++) {
@@ -526,15 +527,15 @@ void sc_tp_ack(srcclComm_t c)
     }
 }
 
-/* Polls, spins, then sleeps on the channel: returns after a completion,
- * an event, 100 ms or until_ns. *woke: completions were polled. */
-static srcclResult_t idle(srcclComm_t c, uint64_t until, int *woke)
+/* Polls, spins for spin_ns, then sleeps on the channel: returns after a
+ * completion, an event, 100 ms or until_ns. *woke: completions were polled. */
+static srcclResult_t idle(srcclComm_t c, uint64_t until, uint64_t spin_ns, int *woke)
 {
     srcclResult_t r = sc_tp_progress(c, woke);
     if (r || *woke)
         return r;
     uint64_t now = sc_now_ns();
-    uint64_t spin_end = now + c->cfg.spin_ns;
+    uint64_t spin_end = now + spin_ns;
     while (now < spin_end && now < until) {
         if ((r = sc_tp_progress(c, woke)) || *woke)
             return r;
@@ -554,13 +555,18 @@ static srcclResult_t idle(srcclComm_t c, uint64_t until, int *woke)
 srcclResult_t sc_tp_idle(srcclComm_t c, uint64_t until)
 {
     int woke;
-    return idle(c, until, &woke);
+    return idle(c, until, c->cfg.spin_ns, &woke);
 }
 
-srcclResult_t sc_tp_wait(srcclComm_t c, uint64_t deadline, const char *what, int peer)
+srcclResult_t sc_tp_wait(srcclComm_t c, uint64_t deadline, const char *what, int peer, size_t len)
 {
+    /* A chunk of len bytes takes about len ns to arrive (~1 GB/s): spin
+     * that much longer, so that a pipelined transfer does not sleep and
+     * wake once per chunk, while a small message that is late (its sender
+     * is elsewhere) is slept on after the base spin. */
+    uint64_t spin = c->cfg.spin_ns + (c->spin_per_byte ? (uint64_t)len : 0);
     int woke;
-    srcclResult_t r = idle(c, deadline, &woke);
+    srcclResult_t r = idle(c, deadline, spin, &woke);
     if (r || woke || sc_now_ns() < deadline)
         return r;
     return sc_tp_timeout(c, what, peer);
