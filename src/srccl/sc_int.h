@@ -142,6 +142,7 @@ struct sc_peer {
     uint64_t rx_arrived; /* chunks arrived */
     uint64_t rx_consumed;
     uint64_t rx_credited; /* consumed count last sent back (own SEND or with a chunk) */
+    size_t rx_owed_len;   /* bytes consumed since */
     uint32_t credit_inflight;
     bool credit_wanted; /* a flush found the credits in flight full */
     uint32_t *rx_len;   /* byte length of each arrived slot */
@@ -170,7 +171,8 @@ void *sc_tp_tx_slot(srcclComm_t comm, int peer);
 srcclResult_t sc_tp_tx_post(srcclComm_t comm, int peer, size_t len);
 const void *sc_tp_rx_peek(srcclComm_t comm, int peer, size_t *len);
 /* Consumes the chunk; its credit goes back with our next chunk to that peer,
- * or on its own once half the slots are owed (or at sc_tp_flush). */
+ * or on its own once every slot or half a slot's bytes are owed (or at
+ * sc_tp_flush). */
 srcclResult_t sc_tp_rx_release(srcclComm_t comm, int peer);
 /* Returns the consumed chunks' credits now: to every peer (all: before
  * the application gets control back), or to the peers whose every slot

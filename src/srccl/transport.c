@@ -10,8 +10,9 @@
  * Credits on their own: SEND WITH IMMEDIATE, no payload, immediate =
  * 2^31 | number of chunks consumed (31 bits). Counts are cumulative, so
  * credits coalesce; the two kinds travel in order on the one QP. An own
- * SEND goes only once half the slots are consumed and uncredited, before
- * this rank sleeps to a sender whose every slot is taken, and to every
+ * SEND goes only once every slot or half a slot's bytes are consumed and
+ * uncredited (a small message's credit can wait, a stream's cannot),
+ * before this rank sleeps to a sender whose every slot is taken, and to every
  * sender before the application gets control back with requests queued
  * (sc_tp_flush): a symmetric exchange (recursive doubling, 2 ranks) then
  * sends none, and no sender stays blocked on a rank that sleeps, so waits
@@ -332,15 +333,17 @@ static srcclResult_t flush_credit(srcclComm_t c, struct sc_peer *p)
     p->credit_inflight++;
     p->credit_wanted = false;
     p->rx_credited = p->rx_consumed;
+    p->rx_owed_len = 0;
     return srcclSuccess;
 }
 
-/* Half the slots consumed and not yet returned: the sender may be about
- * to run out, return them now rather than with the next chunk. */
+/* Every slot, or half a slot's bytes, consumed and not yet returned: the
+ * sender is out of slots or streaming, return them now rather than with
+ * our next chunk. */
 static srcclResult_t maybe_credit(srcclComm_t c, struct sc_peer *p)
 {
     uint64_t owed = p->rx_consumed - p->rx_credited;
-    if (p->credit_wanted || owed >= SC_MAX(c->cfg.slot_cnt / 2, 1))
+    if (p->credit_wanted || owed >= c->cfg.slot_cnt || p->rx_owed_len >= c->cfg.slot_len / 2)
         return flush_credit(c, p);
     return srcclSuccess;
 }
@@ -393,6 +396,7 @@ srcclResult_t sc_tp_tx_post(srcclComm_t c, int peer, size_t len)
         return sc_fail(c, srcclSystemError, "ibv_post_send(chunk to %d): %s", peer, strerror(e));
     p->tx_head++;
     p->rx_credited = p->rx_consumed;
+    p->rx_owed_len = 0;
     return srcclSuccess;
 }
 
@@ -409,6 +413,7 @@ const void *sc_tp_rx_peek(srcclComm_t c, int peer, size_t *len)
 srcclResult_t sc_tp_rx_release(srcclComm_t c, int peer)
 {
     struct sc_peer *p = &c->peers[peer];
+    p->rx_owed_len += p->rx_len[p->rx_consumed % c->cfg.slot_cnt];
     p->rx_consumed++;
     return maybe_credit(c, p);
 }
