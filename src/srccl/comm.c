@@ -188,7 +188,7 @@ static srcclResult_t drain(srcclComm_t c)
     for (int i = 0; i < c->nranks; i++) {
         struct sc_peer *p = &c->peers[i];
         while (p->qp && p->tx_done < p->tx_head) {
-            srcclResult_t r = sc_tp_wait(c, deadline, "for the last chunks to reach", i);
+            srcclResult_t r = sc_tp_wait(c, deadline, "for the last chunks to reach", i, 0);
             if (r)
                 return r;
         }

@@ -99,11 +99,13 @@ srcclResult_t sc_config_load(struct sc_config *cfg, char *err, size_t err_len)
     cfg->ab_len = 16 << 10;
     if ((r = env_bytes("SRCCL_AB_BYTES", 1, (size_t)1 << 30, &cfg->ab_len, err, err_len)))
         return r;
-    cfg->slot_len = 128 << 10;
+    /* 512 KiB x 2 slots (the memory of 128 KiB x 8): on few CPUs each
+     * chunk costs wake-ups, so fewer, larger chunks move more. */
+    cfg->slot_len = 512 << 10;
     if ((r = env_bytes("SRCCL_CHUNK_BYTES", 64, 64 << 20, &cfg->slot_len, err, err_len)))
         return r;
     cfg->slot_len &= ~(size_t)63; /* every element size divides it; slots stay aligned */
-    x = 8;
+    x = 2;
     if ((r = env_int("SRCCL_SLOTS", 1, 1024, &x, err, err_len)))
         return r;
     cfg->slot_cnt = (uint32_t)x;

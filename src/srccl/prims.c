@@ -39,9 +39,10 @@ static srcclResult_t check_len(struct sc_prims *p, size_t got, size_t want)
     return r;
 }
 
-/* Waits for the next chunk from recv_peer (rx) and/or a free slot towards
- * send_peer (tx), with one deadline for both. */
-static srcclResult_t wait_for(struct sc_prims *p, const void **rx, size_t want, void **tx)
+/* Waits for the next chunk from recv_peer (rx, want bytes) and/or a free
+ * slot towards send_peer (tx, for tx_len bytes), with one deadline for both. */
+static srcclResult_t wait_for(struct sc_prims *p, const void **rx, size_t want, void **tx,
+                              size_t tx_len)
 {
     srcclComm_t c = p->comm;
     uint64_t deadline = 0;
@@ -59,8 +60,8 @@ static srcclResult_t wait_for(struct sc_prims *p, const void **rx, size_t want, 
         const char *what = data ? "for data from" : "for credit from";
         int peer = data ? p->recv_peer : p->send_peer;
         /* Queued (non-blocking or grouped): yield to srcclTest / srcclWait. */
-        srcclResult_t r =
-            c->in_co ? sc_co_block(c, &deadline, what, peer) : sc_tp_wait(c, deadline, what, peer);
+        srcclResult_t r = c->in_co ? sc_co_block(c, &deadline, what, peer)
+                                   : sc_tp_wait(c, deadline, what, peer, data ? want : tx_len);
         if (r)
             return r;
     }
@@ -87,7 +88,7 @@ static srcclResult_t prim(struct sc_prims *p, unsigned f, const void *src, void 
     const void *rx = NULL;
     void *tx = NULL;
     srcclResult_t r =
-        wait_for(p, f & P_RECV ? &rx : NULL, f & P_RECV ? len : 0, f & P_SEND ? &tx : NULL);
+        wait_for(p, f & P_RECV ? &rx : NULL, f & P_RECV ? len : 0, f & P_SEND ? &tx : NULL, len);
     if (r)
         return r;
     void *out = f & P_SEND ? tx : dst;

@@ -125,11 +125,11 @@ void sc_boot_close(struct sc_boot *b);
 /* One direction pair with one peer over one RC QP. The receiver owns
  * slot_cnt slots of slot_len bytes per peer; the sender writes chunk s into
  * the receiver's slot s % slot_cnt with RDMA WRITE WITH IMMEDIATE (imm = s),
- * from its own registered copy of the same slot. The receiver returns a
- * credit (SEND WITH IMMEDIATE carrying the count of chunks consumed) once
- * it has read a slot. A sender may reuse slot s % slot_cnt once the peer
- * has consumed chunk s - slot_cnt (credit) and the local WRITE of that
- * chunk has completed. */
+ * from its own registered copy of the same slot. The receiver returns
+ * credits (the count of chunks consumed) with its own chunks to the
+ * sender, or in a SEND WITH IMMEDIATE of their own (transport.c says when).
+ * A sender may reuse slot s % slot_cnt once the peer has consumed chunk
+ * s - slot_cnt (credit) and the local WRITE of that chunk has completed. */
 struct sc_peer {
     int rank;
     struct ibv_qp *qp;
@@ -141,9 +141,11 @@ struct sc_peer {
     uint64_t tx_done;    /* chunk WRITEs completed locally */
     uint64_t rx_arrived; /* chunks arrived */
     uint64_t rx_consumed;
-    uint64_t rx_credited; /* consumed count last sent back */
+    uint64_t rx_credited; /* consumed count last sent back (own SEND or with a chunk) */
+    size_t rx_owed_len;   /* bytes consumed since */
     uint32_t credit_inflight;
-    uint32_t *rx_len; /* byte length of each arrived slot */
+    bool credit_wanted; /* a flush found the credits in flight full */
+    uint32_t *rx_len;   /* byte length of each arrived slot */
 };
 
 /* What each rank publishes through the rendezvous (host order). */
@@ -168,13 +170,22 @@ void sc_tp_close(srcclComm_t comm);
 void *sc_tp_tx_slot(srcclComm_t comm, int peer);
 srcclResult_t sc_tp_tx_post(srcclComm_t comm, int peer, size_t len);
 const void *sc_tp_rx_peek(srcclComm_t comm, int peer, size_t *len);
+/* Consumes the chunk; its credit goes back with our next chunk to that peer,
+ * or on its own once every slot or half a slot's bytes are owed (or at
+ * sc_tp_flush). */
 srcclResult_t sc_tp_rx_release(srcclComm_t comm, int peer);
+/* Returns the consumed chunks' credits now: to every peer (all: before
+ * the application gets control back), or to the peers whose every slot
+ * is taken (before sleeping). */
+srcclResult_t sc_tp_flush(srcclComm_t comm, bool all);
 /* Polls completions; srcclSuccess or the (sticky) error. *progressed > 0 if
  * anything happened. */
 srcclResult_t sc_tp_progress(srcclComm_t comm, int *progressed);
 /* Polls, then sleeps on the completion channel, until something happens
- * or the deadline. */
-srcclResult_t sc_tp_wait(srcclComm_t comm, uint64_t deadline_ns, const char *what, int peer);
+ * or the deadline; len: the bytes whose arrival (or consumption) is
+ * awaited, which lengthens the spin. */
+srcclResult_t sc_tp_wait(srcclComm_t comm, uint64_t deadline_ns, const char *what, int peer,
+                         size_t len);
 /* The same wait without an error at the deadline: returns after a
  * completion, an event, 100 ms or until_ns, whichever comes first. */
 srcclResult_t sc_tp_idle(srcclComm_t comm, uint64_t until_ns);
@@ -211,6 +222,7 @@ struct srcclComm {
     uint16_t lid;
     struct sc_peer *peers; /* nranks entries; peers[rank] has no QP */
     int local_ranks;       /* ranks on this host (ourselves included) */
+    bool spin_per_byte;    /* waits spin 1 ns longer per byte awaited (sc_tp_wait) */
     /* scratch for algorithms that need a temporary (grown on demand) */
     void *scratch;
     size_t scratch_len;

@@ -170,6 +170,8 @@ srcclResult_t sc_co_block(srcclComm_t c, uint64_t *deadline, const char *what, i
         return r;
     if (sc_now_ns() >= *deadline)
         return sc_tp_timeout(c, what, peer);
+    if ((r = sc_tp_flush(c, true))) /* the application may be away for long */
+        return r;
     uint64_t away = c->away_ns;
     co_suspend(c);
     *deadline += c->away_ns - away; /* the application's time is not waiting */
@@ -320,6 +322,10 @@ static void enter(srcclComm_t c)
 static void leave(srcclComm_t c)
 {
     c->left_ns = c->q_head ? sc_now_ns() : 0;
+    /* Requests outstanding: their peers may need our credits meanwhile (a
+     * failure is now c->async_err, returned by the next call). */
+    if (c->q_head && c->nranks > 1 && !c->async_err)
+        sc_tp_flush(c, true);
 }
 
 static void pass(srcclComm_t c, int *progressed)

@@ -4,11 +4,21 @@
  *
  * Data: RDMA WRITE WITH IMMEDIATE from our tx slot s % slot_cnt into the
  * peer's rx slot of the same index; the immediate is the chunk number s
- * (31 bits) and the byte length comes with the receive completion.
- * Credits: SEND WITH IMMEDIATE, no payload, immediate = 2^31 | number of
- * chunks consumed (cumulative, so credits coalesce). Every receive
- * completion is replaced by a fresh receive (no scatter entries: neither
- * message carries a payload into the receive queue).
+ * (low 16 bits) and, above it, the number of chunks we have consumed from
+ * that peer (15 bits): every chunk carries a credit back. The byte length
+ * comes with the receive completion.
+ * Credits on their own: SEND WITH IMMEDIATE, no payload, immediate =
+ * 2^31 | number of chunks consumed (31 bits). Counts are cumulative, so
+ * credits coalesce; the two kinds travel in order on the one QP. An own
+ * SEND goes only once every slot or half a slot's bytes are consumed and
+ * uncredited (a small message's credit can wait, a stream's cannot),
+ * before this rank sleeps to a sender whose every slot is taken, and to every
+ * sender before the application gets control back with requests queued
+ * (sc_tp_flush): a symmetric exchange (recursive doubling, 2 ranks) then
+ * sends none, and no sender stays blocked on a rank that sleeps, so waits
+ * cannot form a cycle on credits.
+ * Every receive completion is replaced by a fresh receive (no scatter
+ * entries: neither message carries a payload into the receive queue).
  *
  * The interface is non-blocking (tx_slot / tx_post, rx_peek / rx_release,
  * progress); sc_tp_wait is the one place that sleeps. */
@@ -23,9 +33,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SC_WIRE_MAGIC 0x73725731u /* "srW1" */
-#define SC_IMM_CREDIT 0x80000000u
-#define SC_IMM_MASK   0x7fffffffu
+#define SC_WIRE_MAGIC 0x73725732u /* "srW2": the immediates below */
+#define SC_IMM_CREDIT 0x80000000u /* a credit SEND; else a chunk */
+#define SC_IMM_MASK   0x7fffffffu /* a credit SEND's count */
+#define SC_IMM_SEQ    0xffffu     /* a chunk's number */
+#define SC_IMM_ACK_SH 16          /* a chunk's piggybacked count, 15 bits */
+#define SC_IMM_ACK    0x7fffu
 
 enum sc_wr_kind { SC_WR_DATA = 1, SC_WR_CREDIT = 2, SC_WR_RECV = 3 };
 
@@ -216,6 +229,7 @@ srcclResult_t sc_tp_connect(srcclComm_t c, const uint8_t *all, size_t rec_len)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     if (!c->cfg.spin_set && cpus > 0 && c->local_ranks > cpus)
         c->cfg.spin_ns = 0;
+    c->spin_per_byte = !c->cfg.spin_set && c->cfg.spin_ns > 0;
     sc_debug(c, "%d ranks on this host (%ld CPUs): spin %llu us", c->local_ranks, cpus,
              (unsigned long long)(c->cfg.spin_ns / 1000));
     for (int i = 0; i < c->nranks; i++) {
@@ -291,12 +305,17 @@ void sc_tp_close(srcclComm_t c)
     c->ctx = NULL;
 }
 
-/* Sends back what we consumed, unless the credits in flight fill their
- * share of the send queue (the next credit completion flushes then). */
+/* Sends back what we consumed in a credit SEND of its own, unless the
+ * credits in flight fill their share of the send queue (the next credit
+ * completion flushes then). */
 static srcclResult_t flush_credit(srcclComm_t c, struct sc_peer *p)
 {
-    if (p->rx_consumed == p->rx_credited || p->credit_inflight >= c->cfg.slot_cnt + 2)
+    if (p->rx_consumed == p->rx_credited)
         return srcclSuccess;
+    if (p->credit_inflight >= c->cfg.slot_cnt + 2) {
+        p->credit_wanted = true;
+        return srcclSuccess;
+    }
     struct ibv_sge no_sge = {0}; /* see post_recv */
     struct ibv_send_wr wr = {
         .wr_id = wr_id(SC_WR_CREDIT, p->rank),
@@ -312,7 +331,36 @@ static srcclResult_t flush_credit(srcclComm_t c, struct sc_peer *p)
         return sc_fail(c, srcclSystemError, "ibv_post_send(credit to %d): %s", p->rank,
                        strerror(e));
     p->credit_inflight++;
+    p->credit_wanted = false;
     p->rx_credited = p->rx_consumed;
+    p->rx_owed_len = 0;
+    return srcclSuccess;
+}
+
+/* Every slot, or half a slot's bytes, consumed and not yet returned: the
+ * sender is out of slots or streaming, return them now rather than with
+ * our next chunk. */
+static srcclResult_t maybe_credit(srcclComm_t c, struct sc_peer *p)
+{
+    uint64_t owed = p->rx_consumed - p->rx_credited;
+    if (p->credit_wanted || owed >= c->cfg.slot_cnt || p->rx_owed_len >= c->cfg.slot_len / 2)
+        return flush_credit(c, p);
+    return srcclSuccess;
+}
+
+srcclResult_t sc_tp_flush(srcclComm_t c, bool all)
+{
+    for (int i = 0; i < c->nranks; i++) {
+        struct sc_peer *p = &c->peers[i];
+        /* Not all: only to a sender whose every slot is taken (it may be
+         * blocked on us). Any other sender's next chunk wakes us, and the
+         * next sleep looks again. */
+        if (i == c->rank || (!all && p->rx_arrived - p->rx_credited < c->cfg.slot_cnt))
+            continue;
+        srcclResult_t r = flush_credit(c, p);
+        if (r)
+            return r;
+    }
     return srcclSuccess;
 }
 
@@ -338,7 +386,8 @@ srcclResult_t sc_tp_tx_post(srcclComm_t c, int peer, size_t len)
         .num_sge = len ? 1 : 0,
         .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
         .send_flags = IBV_SEND_SIGNALED,
-        .imm_data = htonl((uint32_t)(p->tx_head & SC_IMM_MASK)),
+        .imm_data = htonl((uint32_t)(p->tx_head & SC_IMM_SEQ) |
+                          (uint32_t)(p->rx_consumed & SC_IMM_ACK) << SC_IMM_ACK_SH),
         .wr.rdma = {.remote_addr = p->raddr + slot * c->cfg.slot_len, .rkey = p->rkey},
     };
     struct ibv_send_wr *bad;
@@ -346,6 +395,8 @@ srcclResult_t sc_tp_tx_post(srcclComm_t c, int peer, size_t len)
     if (e)
         return sc_fail(c, srcclSystemError, "ibv_post_send(chunk to %d): %s", peer, strerror(e));
     p->tx_head++;
+    p->rx_credited = p->rx_consumed;
+    p->rx_owed_len = 0;
     return srcclSuccess;
 }
 
@@ -362,8 +413,9 @@ const void *sc_tp_rx_peek(srcclComm_t c, int peer, size_t *len)
 srcclResult_t sc_tp_rx_release(srcclComm_t c, int peer)
 {
     struct sc_peer *p = &c->peers[peer];
+    p->rx_owed_len += p->rx_len[p->rx_consumed % c->cfg.slot_cnt];
     p->rx_consumed++;
-    return flush_credit(c, p);
+    return maybe_credit(c, p);
 }
 
 static srcclResult_t on_wc(srcclComm_t c, const struct ibv_wc *wc)
@@ -388,7 +440,7 @@ static srcclResult_t on_wc(srcclComm_t c, const struct ibv_wc *wc)
         return srcclSuccess;
     case SC_WR_CREDIT:
         p->credit_inflight--;
-        return flush_credit(c, p);
+        return maybe_credit(c, p);
     case SC_WR_RECV:
         break;
     default:
@@ -399,18 +451,23 @@ static srcclResult_t on_wc(srcclComm_t c, const struct ibv_wc *wc)
         return r;
     if (!(wc->wc_flags & IBV_WC_WITH_IMM))
         return sc_fail(c, srcclInternalError, "message from rank %d without an immediate", peer);
-    uint32_t imm = ntohl(wc->imm_data);
+    uint32_t imm = ntohl(wc->imm_data), count, mask;
     if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-        if (imm != (uint32_t)(p->rx_arrived & SC_IMM_MASK))
+        if ((imm & SC_IMM_CREDIT) || (imm & SC_IMM_SEQ) != (uint32_t)(p->rx_arrived & SC_IMM_SEQ))
             return sc_fail(c, srcclInternalError, "rank %d: chunk %u arrived, expected %u", peer,
-                           imm, (uint32_t)(p->rx_arrived & SC_IMM_MASK));
+                           imm & SC_IMM_SEQ, (uint32_t)(p->rx_arrived & SC_IMM_SEQ));
         p->rx_len[p->rx_arrived % c->cfg.slot_cnt] = wc->byte_len;
         p->rx_arrived++;
-        return srcclSuccess;
-    }
-    if (!(imm & SC_IMM_CREDIT))
+        count = (imm >> SC_IMM_ACK_SH) & SC_IMM_ACK;
+        mask = SC_IMM_ACK;
+    } else if (imm & SC_IMM_CREDIT) {
+        count = imm & SC_IMM_MASK;
+        mask = SC_IMM_MASK;
+    } else {
         return sc_fail(c, srcclInternalError, "rank %d: a SEND that is not a credit", peer);
-    uint64_t delta = ((imm & SC_IMM_MASK) - (uint32_t)(p->tx_credit & SC_IMM_MASK)) & SC_IMM_MASK;
+    }
+    /* Both kinds arrive in the order they were posted: counts only grow. */
+    uint64_t delta = (count - (uint32_t)(p->tx_credit & mask)) & mask;
     if (p->tx_credit + delta > p->tx_head)
         return sc_fail(c, srcclInternalError, "rank %d returned %llu credits for %llu chunks", peer,
                        (unsigned long long)(p->tx_credit + delta), (unsigned long long)p->tx_head);
@@ -450,6 +507,10 @@ srcclResult_t sc_tp_timeout(srcclComm_t c, const char *what, int peer)
 srcclResult_t sc_tp_arm(srcclComm_t c, int *progressed)
 {
     *progressed = 0;
+    /* About to sleep: no sender may be kept waiting for what we consumed. */
+    srcclResult_t r = sc_tp_flush(c, false);
+    if (r)
+        return r;
     if (c->cq_armed)
         return srcclSuccess;
     int e = ibv_req_notify_cq(c->cq, 0);
@@ -471,15 +532,15 @@ void sc_tp_ack(srcclComm_t c)
     }
 }
 
-/* Polls, spins, then sleeps on the channel: returns after a completion,
- * an event, 100 ms or until_ns. *woke: completions were polled. */
-static srcclResult_t idle(srcclComm_t c, uint64_t until, int *woke)
+/* Polls, spins for spin_ns, then sleeps on the channel: returns after a
+ * completion, an event, 100 ms or until_ns. *woke: completions were polled. */
+static srcclResult_t idle(srcclComm_t c, uint64_t until, uint64_t spin_ns, int *woke)
 {
     srcclResult_t r = sc_tp_progress(c, woke);
     if (r || *woke)
         return r;
     uint64_t now = sc_now_ns();
-    uint64_t spin_end = now + c->cfg.spin_ns;
+    uint64_t spin_end = now + spin_ns;
     while (now < spin_end && now < until) {
         if ((r = sc_tp_progress(c, woke)) || *woke)
             return r;
@@ -499,13 +560,18 @@ static srcclResult_t idle(srcclComm_t c, uint64_t until, int *woke)
 srcclResult_t sc_tp_idle(srcclComm_t c, uint64_t until)
 {
     int woke;
-    return idle(c, until, &woke);
+    return idle(c, until, c->cfg.spin_ns, &woke);
 }
 
-srcclResult_t sc_tp_wait(srcclComm_t c, uint64_t deadline, const char *what, int peer)
+srcclResult_t sc_tp_wait(srcclComm_t c, uint64_t deadline, const char *what, int peer, size_t len)
 {
+    /* A chunk of len bytes takes about len ns to arrive (~1 GB/s): spin
+     * that much longer, so that a pipelined transfer does not sleep and
+     * wake once per chunk, while a small message that is late (its sender
+     * is elsewhere) is slept on after the base spin. */
+    uint64_t spin = c->cfg.spin_ns + (c->spin_per_byte ? (uint64_t)len : 0);
     int woke;
-    srcclResult_t r = idle(c, deadline, &woke);
+    srcclResult_t r = idle(c, deadline, spin, &woke);
     if (r || woke || sc_now_ns() < deadline)
         return r;
     return sc_tp_timeout(c, what, peer);

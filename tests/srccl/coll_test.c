@@ -6,9 +6,14 @@
  * reference with a tolerance from the type's unit roundoff. Outputs sit
  * between guard bytes, so writes out of bounds are caught too.
  *
- *   coll_test [pass...]   pass: ring | rd | auto | ring-small | rd-small
+ *   coll_test [pass...]   pass: ring | rd | auto | ring-small | rd-small |
+ *                                ring-wrap | rd-wrap
  * A pass is one communicator with SRCCL_ALGO (and for -small, 1 KiB chunks
- * in 2 slots: many chunks, slot reuse and credits on little data). */
+ * in 2 slots: many chunks, slot reuse and credits on little data; for
+ * -wrap, 64 B chunks in 5 slots and messages of over 2^16 chunks: the
+ * chunk numbers and credit counts carried in 16 and 15 bits wrap, with
+ * credits riding on chunks both ways (all-reduce) and on their own
+ * (one-way send / receive streams)). */
 #include "srccl.h"
 
 #include <math.h>
@@ -567,6 +572,17 @@ static void run_pass(bool small_chunks)
     coll_s = 0;
 }
 
+static void run_wrap(void)
+{
+    const size_t chunks = 70000; /* > 2^16 on every connection used */
+    t_allreduce(srcclFloat32, srcclSum, chunks * 64 / 4 + 3, OOP);
+    t_allreduce(srcclInt32, srcclMax, chunks * 64 / 4, INPLACE);
+    t_sendrecv(srcclUint8, chunks * 64 + 1);
+    CALL(srcclBarrier(comm));
+    if (me == 0)
+        printf("pass %-10s nranks %d: OK\n", pass_name, nr);
+}
+
 int main(int argc, char **argv)
 {
     static const char *const all[] = {"ring", "rd"};
@@ -579,12 +595,16 @@ int main(int argc, char **argv)
     for (int p = 0; p < npass; p++) {
         pass_name = passes[p];
         bool small = strstr(pass_name, "-small") != NULL;
+        bool wrap = strstr(pass_name, "-wrap") != NULL;
         char algo[16];
         snprintf(algo, sizeof(algo), "%.*s", (int)strcspn(pass_name, "-"), pass_name);
         setenv("SRCCL_ALGO", algo, 1);
         if (small) {
             setenv("SRCCL_CHUNK_BYTES", "1024", 1);
             setenv("SRCCL_SLOTS", "2", 1);
+        } else if (wrap) {
+            setenv("SRCCL_CHUNK_BYTES", "64", 1);
+            setenv("SRCCL_SLOTS", "5", 1);
         } else {
             unsetenv("SRCCL_CHUNK_BYTES");
             unsetenv("SRCCL_SLOTS");
@@ -593,7 +613,10 @@ int main(int argc, char **argv)
         CALL(srcclCommInitFromEnv(&comm));
         CALL(srcclCommUserRank(comm, &me));
         CALL(srcclCommCount(comm, &nr));
-        run_pass(small);
+        if (wrap)
+            run_wrap();
+        else
+            run_pass(small);
         CALL(srcclCommDestroy(comm));
         comm = NULL;
     }
