@@ -46,6 +46,7 @@ int sr_engine_create(const struct sr_engine_cfg *cfg, struct sr_engine **out)
     if (!e)
         return SR_ERR_NOMEM;
     e->cfg = *cfg;
+    e->ack_delay_ns = cfg->ack_delay_ns;
     e->cfg.max_qp = DEF(cfg->max_qp, DEF_MAX_QP);
     e->cfg.max_cq = DEF(cfg->max_cq, DEF_MAX_CQ);
     e->cfg.max_mr = DEF(cfg->max_mr, DEF_MAX_MR);
@@ -357,6 +358,11 @@ int sr_cq_req_notify(struct sr_cq *cq, bool solicited_only)
     if (cq->notify != 1)
         cq->notify = solicited_only ? 2 : 1;
     return 0;
+}
+
+void sr_engine_hold_acks(struct sr_engine *e, bool hold)
+{
+    e->ack_delay_ns = hold ? e->cfg.ack_delay_ns : SR_MIN(e->cfg.ack_delay_ns, 4000);
 }
 
 bool sr_cq_armed(const struct sr_cq *cq)

@@ -193,7 +193,8 @@ struct sr_engine {
     struct sr_xrcd *xrcds;
     struct sr_srq **srq_by_num; /* index = srqn - 1 */
     uint32_t zombies;
-    bool fence_due; /* queued READ response payload: fence before writing memory */
+    bool fence_due;        /* queued READ response payload: fence before writing memory */
+    uint64_t ack_delay_ns; /* in force now (sr_engine_hold_acks) */
 };
 
 /* Before the engine writes registered memory: queued packets whose payload

@@ -113,7 +113,7 @@ void sr_resp_ack_flush(struct sr_qp *qp)
 static void acknowledge(struct resp_ctx *c)
 {
     struct sr_qp *qp = c->qp;
-    uint64_t delay = qp->eng->cfg.ack_delay_ns;
+    uint64_t delay = qp->eng->ack_delay_ns;
     if (!delay) {
         send_ack(qp, c->pkt->bth.psn);
         return;

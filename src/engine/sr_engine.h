@@ -323,6 +323,11 @@ const uint8_t *sr_engine_gid(const struct sr_engine *e);
  * buf runs from the BTH through the ICRC. */
 void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uint8_t *src_gid,
                   uint64_t now_ns);
+/* How long ACKs may be held from now on: cfg.ack_delay_ns (the default),
+ * or, while nobody on this side is going to post a reply (a passive
+ * target), at most 4 us: enough to coalesce a stream's ACKs, short for a
+ * peer that waits for each completion. */
+void sr_engine_hold_acks(struct sr_engine *e, bool hold);
 /* Earliest time sr_engine_advance must be called; UINT64_MAX if none. */
 uint64_t sr_engine_next_deadline(const struct sr_engine *e);
 /* Fire timers due at now_ns and continue transmissions. */

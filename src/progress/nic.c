@@ -16,6 +16,9 @@
 enum {
     RX_BATCH = 64,
 };
+/* An application that called a verb this recently may post a reply that
+ * a held ACK can ride with. */
+#define APP_REPLY_NS 10000000ull
 
 struct sr_nic {
     pthread_mutex_t lock;
@@ -113,6 +116,7 @@ static int nic_pass(struct sr_nic *nic)
 
 int sr_nic_progress(struct sr_nic *nic)
 {
+    sr_engine_hold_acks(nic->eng, true); /* an application thread: a reply may follow */
     int n = nic_pass(nic);
     if (nic->handoff_ns)
         atomic_store_explicit(&nic->last_pass_ns, nic->now, memory_order_relaxed);
@@ -197,6 +201,14 @@ static void *nic_thread(void *arg)
         if (nic->handoff_ns && nic_nap(nic))
             continue;
         pthread_mutex_lock(&nic->lock);
+        uint64_t calls = atomic_load_explicit(&nic->app_calls, memory_order_relaxed);
+        if (calls != seen_calls) {
+            seen_calls = calls;
+            app_seen = sr_nic_now();
+        }
+        /* Hold ACKs for a reply only if an application here calls verbs at
+         * all; a passive target's peers get theirs at once. */
+        sr_engine_hold_acks(nic->eng, app_seen && sr_nic_now() - app_seen < APP_REPLY_NS);
         int n = nic_pass(nic);
         uint64_t deadline = sr_engine_next_deadline(nic->eng);
         uint64_t held = sr_udp_next_deadline(nic->udp); /* injected delays */
@@ -205,11 +217,6 @@ static void *nic_thread(void *arg)
         uint64_t now = sr_nic_now();
         if (n > 0)
             last_busy = now;
-        uint64_t calls = atomic_load_explicit(&nic->app_calls, memory_order_relaxed);
-        if (calls != seen_calls) {
-            seen_calls = calls;
-            app_seen = now;
-        }
         bool spin = now - last_busy < nic->spin_ns && now - app_seen > nic->app_idle_ns;
         if (!spin)
             atomic_store(&nic->sleep_until, deadline == UINT64_MAX ? UINT64_MAX : deadline);

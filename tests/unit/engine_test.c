@@ -1025,10 +1025,11 @@ static void post_write(struct harness *h, struct h_pair *pr, int from, uint64_t 
 static void test_ack_delay(void)
 {
     struct sr_wc wc[2];
-    for (int c = 0; c < 4; c++) {
+    for (int c = 0; c < 5; c++) {
         static const char *names[] = {"held ACK leaves with the reply", "held ACK leaves when due",
                                       "held ACK precedes a READ response",
-                                      "held ACK dropped in Error"};
+                                      "held ACK dropped in Error",
+                                      "a passive target holds ACKs 4 us at most"};
         sr_test_ctx = names[c];
         struct harness h;
         struct h_pair pr;
@@ -1040,10 +1041,23 @@ static void test_ack_delay(void)
         struct h_qp_opts o = {.type = SR_QPT_RC, .timeout = 14, .retry_cnt = 3, .access = 15};
         h_connect(&h, &pr, &o);
         reg_mem(&pr, 15);
+        if (c == 4)
+            sr_engine_hold_acks(h.eng[1], false);
         pattern(mem[0], 64, 3);
         post_write(&h, &pr, 0, 1, SR_WR_RDMA_WRITE);
         if (c == 2)
             post_write(&h, &pr, 0, 2, SR_WR_RDMA_READ);
+        if (c == 4) {
+            uint64_t sent = plog[log_find(0, SR_OP_WRITE_ONLY, 0)].at;
+            SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 1, wc, DELAY), 1);
+            int a = log_find(1, SR_OP_ACK, 0);
+            SR_CHECK(a >= 0);
+            SR_CHECK_EQ(plog[a].at, sent + H_DELAY_NS + 4000);
+            sr_mr_dereg(mr[0]);
+            sr_mr_dereg(mr[1]);
+            h_fini(&h);
+            continue;
+        }
         h_run(&h, NULL, NULL, DELAY / 2); /* delivered, executed, not yet acknowledged */
         SR_CHECK(memcmp(mem[1] + 4096, mem[0], 64) == 0);
         switch (c) {
