@@ -362,7 +362,9 @@ int sr_cq_req_notify(struct sr_cq *cq, bool solicited_only)
 
 void sr_engine_hold_acks(struct sr_engine *e, bool hold)
 {
-    e->ack_delay_ns = hold ? e->cfg.ack_delay_ns : SR_MIN(e->cfg.ack_delay_ns, 4000);
+    enum { PASSIVE_ACK_DELAY_NS = 4000 }; /* see sr_engine.h */
+    e->ack_delay_ns =
+        hold ? e->cfg.ack_delay_ns : SR_MIN(e->cfg.ack_delay_ns, PASSIVE_ACK_DELAY_NS);
 }
 
 bool sr_cq_armed(const struct sr_cq *cq)

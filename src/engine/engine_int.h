@@ -265,12 +265,12 @@ void sr_resp_zombie_rx(struct sr_qp *qp, const struct sr_pkt *pkt, const uint8_t
                        uint64_t now_ns);
 void sr_resp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err, const uint8_t *src_gid,
                 uint64_t now_ns);
+/* Sends the ACK the responder holds back, if any (sr_engine_cfg.ack_delay_ns). */
+void sr_resp_ack_flush(struct sr_qp *qp);
 
 /* comp.c */
 void sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns);
 void sr_comp_timer(struct sr_qp *qp, uint64_t now_ns);
-/* Sends the ACK the responder holds back, if any (sr_engine_cfg.ack_delay_ns). */
-void sr_resp_ack_flush(struct sr_qp *qp);
 void sr_comp_arm(struct sr_qp *qp, uint64_t now_ns);
 uint64_t sr_qp_deadline(const struct sr_qp *qp);
 

@@ -94,9 +94,15 @@ static void send_aeth(struct sr_qp *qp, uint8_t opcode, uint32_t psn, uint8_t sy
     emit_aeth(qp, opcode, psn, syndrome, orig, qp->resp.msn);
 }
 
+static void emit_ack(struct sr_qp *qp, uint32_t psn, uint32_t msn)
+{
+    emit_aeth(qp, resp_base(qp) | SR_OP_ACK, psn, SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT, 0, msn);
+}
+
 static void send_ack(struct sr_qp *qp, uint32_t psn)
 {
-    send_aeth(qp, resp_base(qp) | SR_OP_ACK, psn, SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT, 0);
+    sr_resp_ack_flush(qp); /* a held ACK goes first: responses stay in PSN order */
+    emit_ack(qp, psn, qp->resp.msn);
 }
 
 void sr_resp_ack_flush(struct sr_qp *qp)
@@ -104,8 +110,7 @@ void sr_resp_ack_flush(struct sr_qp *qp)
     if (!qp->resp.ack_pending)
         return;
     qp->resp.ack_pending = false;
-    emit_aeth(qp, resp_base(qp) | SR_OP_ACK, qp->resp.ack_psn,
-              SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT, 0, qp->resp.ack_msn);
+    emit_ack(qp, qp->resp.ack_psn, qp->resp.ack_msn);
 }
 
 /* The acknowledgement an AckReq asks for: at once, or held back so that

@@ -6,8 +6,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
@@ -60,6 +60,27 @@ uint64_t sr_nic_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct timespec ts_of_ns(uint64_t ns)
+{
+    return (struct timespec){.tv_sec = (time_t)(ns / 1000000000ull),
+                             .tv_nsec = (long)(ns % 1000000000ull)};
+}
+
+/* The thread's eventfd: wakes it from epoll or from a hand-off nap. */
+static void nic_wake(struct sr_nic *nic)
+{
+    uint64_t one = 1;
+    ssize_t r = write(nic->evfd, &one, sizeof(one));
+    (void)r; /* a full counter already wakes the thread */
+}
+
+static void nic_wake_clear(struct sr_nic *nic)
+{
+    uint64_t v;
+    ssize_t r = read(nic->evfd, &v, sizeof(v));
+    (void)r;
 }
 
 static int nic_tx(void *ctx, const struct sr_tx_pkt *pkt)
@@ -133,11 +154,8 @@ void sr_nic_app_polls(struct sr_nic *nic, bool after_pass)
 void sr_nic_app_blocks(struct sr_nic *nic)
 {
     atomic_store(&nic->last_poll_ns, 0); /* seq_cst: pairs with nic_nap */
-    if (atomic_load(&nic->napping)) {
-        uint64_t one = 1;
-        ssize_t r = write(nic->evfd, &one, sizeof(one));
-        (void)r;
-    }
+    if (atomic_load(&nic->napping))
+        nic_wake(nic);
 }
 
 /* Until when the hand-off lets the thread stay off the socket; 0 when
@@ -164,15 +182,10 @@ static bool nic_nap(struct sr_nic *nic)
      * only if it saw napping set */
     uint64_t until = nic_handoff_until(nic, now, true);
     if (until) {
-        uint64_t wait = until - now;
-        struct timespec ts = {.tv_sec = (time_t)(wait / 1000000000ull),
-                              .tv_nsec = (long)(wait % 1000000000ull)};
+        struct timespec ts = ts_of_ns(until - now);
         struct pollfd pfd = {.fd = nic->evfd, .events = POLLIN};
-        if (ppoll(&pfd, 1, &ts, NULL) > 0) {
-            uint64_t v;
-            ssize_t r = read(nic->evfd, &v, sizeof(v));
-            (void)r;
-        }
+        if (ppoll(&pfd, 1, &ts, NULL) > 0)
+            nic_wake_clear(nic);
     }
     atomic_store(&nic->napping, false);
     return true;
@@ -186,11 +199,8 @@ void sr_nic_flush(struct sr_nic *nic)
 void sr_nic_kick(struct sr_nic *nic)
 {
     uint64_t sleeping = atomic_load(&nic->sleep_until);
-    if (sleeping && sr_engine_next_deadline(nic->eng) < sleeping) {
-        uint64_t one = 1;
-        ssize_t r = write(nic->evfd, &one, sizeof(one));
-        (void)r; /* a full counter already wakes the thread */
-    }
+    if (sleeping && sr_engine_next_deadline(nic->eng) < sleeping)
+        nic_wake(nic);
 }
 
 static void *nic_thread(void *arg)
@@ -201,14 +211,15 @@ static void *nic_thread(void *arg)
         if (nic->handoff_ns && nic_nap(nic))
             continue;
         pthread_mutex_lock(&nic->lock);
+        uint64_t start = sr_nic_now();
         uint64_t calls = atomic_load_explicit(&nic->app_calls, memory_order_relaxed);
         if (calls != seen_calls) {
             seen_calls = calls;
-            app_seen = sr_nic_now();
+            app_seen = start;
         }
         /* Hold ACKs for a reply only if an application here calls verbs at
          * all; a passive target's peers get theirs at once. */
-        sr_engine_hold_acks(nic->eng, app_seen && sr_nic_now() - app_seen < APP_REPLY_NS);
+        sr_engine_hold_acks(nic->eng, app_seen && start - app_seen < APP_REPLY_NS);
         int n = nic_pass(nic);
         uint64_t deadline = sr_engine_next_deadline(nic->eng);
         uint64_t held = sr_udp_next_deadline(nic->udp); /* injected delays */
@@ -227,20 +238,14 @@ static void *nic_thread(void *arg)
         struct epoll_event ev[2];
         struct timespec ts, *tsp = NULL;
         if (deadline != UINT64_MAX) {
-            uint64_t wait = deadline > now ? deadline - now : 0;
-            ts.tv_sec = (time_t)(wait / 1000000000ull);
-            ts.tv_nsec = (long)(wait % 1000000000ull);
+            ts = ts_of_ns(deadline > now ? deadline - now : 0);
             tsp = &ts;
         }
         int k = epoll_pwait2(nic->epfd, ev, 2, tsp, NULL);
         atomic_store(&nic->sleep_until, 0);
-        for (int i = 0; i < k; i++) {
-            if (ev[i].data.fd == nic->evfd) {
-                uint64_t v;
-                ssize_t r = read(nic->evfd, &v, sizeof(v));
-                (void)r;
-            }
-        }
+        for (int i = 0; i < k; i++)
+            if (ev[i].data.fd == nic->evfd)
+                nic_wake_clear(nic);
     }
     return NULL;
 }
@@ -305,9 +310,7 @@ void sr_nic_close(struct sr_nic *nic)
     if (!nic)
         return;
     atomic_store(&nic->stop, true);
-    uint64_t one = 1;
-    ssize_t r = write(nic->evfd, &one, sizeof(one));
-    (void)r;
+    nic_wake(nic);
     pthread_join(nic->thread, NULL);
     close(nic->epfd);
     close(nic->evfd);

@@ -21,9 +21,9 @@ struct sr_nic_cfg {
      * long before blocking, while no application thread has called a verb
      * for a millisecond (see nic.c). 0: always block. */
     uint64_t spin_ns;
-    /* After an application thread ran the NIC inline (sr_nic_progress),
-     * the NIC thread leaves the socket to it for this long (no wake-up per
-     * packet). 0: the NIC thread always listens. */
+    /* After an application thread polled (sr_nic_app_polls), the NIC
+     * thread leaves the socket to it for this long (no wake-up per packet).
+     * 0: the NIC thread always listens. */
     uint64_t handoff_ns;
 };
 
@@ -44,8 +44,9 @@ void sr_nic_kick(struct sr_nic *nic);
 /* With the lock held: receive what is waiting and fire due timers. Returns
  * the number of packets processed. */
 int sr_nic_progress(struct sr_nic *nic);
-/* An application thread is about to block (arming a CQ's notification):
- * the NIC thread takes the socket back at once. No lock needed. */
+/* An application thread is about to block (it armed a CQ, polled an armed
+ * CQ dry, or waits for a completion event): the NIC thread takes the
+ * socket back at once. No lock needed. */
 void sr_nic_app_blocks(struct sr_nic *nic);
 /* An application thread polled a CQ (after_pass: it ran the NIC inline
  * with sr_nic_progress just now) and will be back: the NIC thread may

@@ -445,9 +445,6 @@ void sr_udp_stats(const struct sr_udp *u, struct sr_udp_stats *out)
     *out = u->stats;
 }
 
-/* Everything but the sendmsg: checks, ICRC (computed with IPv4
- * identification ip_id), the iovec. Returns the number of iovec entries
- * (at most UDP_PKT_IOV) or a negative SR_ERR_*. */
 /* The batch calls without libc's wrappers: they are cancellation points,
  * and entering and leaving asynchronous-cancel mode around each
  * non-blocking call cost a few percent of a polling loop. Nothing here
@@ -462,6 +459,9 @@ static int udp_recvmmsg(int fd, struct mmsghdr *m, unsigned n)
     return (int)syscall(SYS_recvmmsg, fd, m, n, MSG_DONTWAIT, NULL);
 }
 
+/* Everything but the sendmsg: checks, ICRC (computed with IPv4
+ * identification ip_id), the iovec. Returns the number of iovec entries
+ * (at most UDP_PKT_IOV) or a negative SR_ERR_*. */
 static int udp_tx_prepare(const struct sr_udp *u, const struct sr_tx_pkt *t, uint16_t ip_id,
                           struct iovec *iov, uint8_t *tail, size_t *tlen)
 {
