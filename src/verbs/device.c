@@ -6,6 +6,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +59,41 @@ static uint32_t env_us(const char *name, uint32_t def, uint32_t max)
     return (uint32_t)v;
 }
 
+/* The largest RoCE path MTU whose packets fit the link that carries addr
+ * (IP, UDP, BTH, RETH, ImmDt, pad and ICRC around the payload; UDP
+ * datagrams are sent with DF set, so a larger one would never arrive), or
+ * 0 when no interface has that address. */
+static uint32_t link_path_mtu(const uint8_t addr[16])
+{
+    bool v4 = memcmp(addr, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12) == 0;
+    struct ifaddrs *ifs;
+    if (getifaddrs(&ifs))
+        return 0;
+    int link = 0;
+    for (struct ifaddrs *i = ifs; i && !link; i = i->ifa_next) {
+        const struct sockaddr *sa = i->ifa_addr;
+        bool match = sa && ((v4 && sa->sa_family == AF_INET &&
+                             !memcmp(&((const struct sockaddr_in *)sa)->sin_addr, addr + 12, 4)) ||
+                            (!v4 && sa->sa_family == AF_INET6 &&
+                             !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr, addr, 16)));
+        if (!match)
+            continue;
+        struct ifreq r = {0};
+        snprintf(r.ifr_name, sizeof(r.ifr_name), "%s", i->ifa_name);
+        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && ioctl(fd, SIOCGIFMTU, &r) == 0)
+            link = r.ifr_mtu;
+        if (fd >= 0)
+            close(fd);
+    }
+    freeifaddrs(ifs);
+    int overhead = (v4 ? 20 : 40) + 8 + 12 + 16 + 4 + 3 + 4;
+    for (uint32_t m = 4096; m >= 256 && link > 0; m /= 2)
+        if ((int)m + overhead <= link)
+            return m;
+    return link > 0 ? 256 : 0;
+}
+
 static void parse_config(struct sv_config *c)
 {
     memset(c, 0, sizeof(*c));
@@ -90,13 +128,21 @@ static void parse_config(struct sv_config *c)
     const char *g = getenv("SOFTRDMA_GSO");
     c->no_gso = g && strcmp(g, "0") == 0;
     const char *m = getenv("SOFTRDMA_MTU");
+    bool mtu_set = false;
     if (m && *m) {
         unsigned long v = strtoul(m, NULL, 10);
-        if (v == 256 || v == 512 || v == 1024 || v == 2048 || v == 4096)
+        mtu_set = v == 256 || v == 512 || v == 1024 || v == 2048 || v == 4096;
+        if (mtu_set)
             c->mtu = (uint32_t)v;
         else
             fprintf(stderr, "softrdma: SOFTRDMA_MTU=%s ignored (256, 512, 1024, 2048 or 4096)\n",
                     m);
+    }
+    /* On a real link the active MTU follows the link's (loopback: 4096). */
+    if (c->addr_set && !mtu_set) {
+        uint32_t fit = link_path_mtu(c->addr);
+        if (fit)
+            c->mtu = fit;
     }
 }
 
