@@ -46,7 +46,7 @@ int sr_engine_create(const struct sr_engine_cfg *cfg, struct sr_engine **out)
     if (!e)
         return SR_ERR_NOMEM;
     e->cfg = *cfg;
-    e->ack_delay_ns = cfg->ack_delay_ns;
+    sr_engine_hold_acks(e, true);
     e->cfg.max_qp = DEF(cfg->max_qp, DEF_MAX_QP);
     e->cfg.max_cq = DEF(cfg->max_cq, DEF_MAX_CQ);
     e->cfg.max_mr = DEF(cfg->max_mr, DEF_MAX_MR);
@@ -362,9 +362,10 @@ int sr_cq_req_notify(struct sr_cq *cq, bool solicited_only)
 
 void sr_engine_hold_acks(struct sr_engine *e, bool hold)
 {
-    enum { PASSIVE_ACK_DELAY_NS = 4000 }; /* see sr_engine.h */
+    enum { PASSIVE_ACK_DELAY_NS = 4000, REPLY_HOLD = 10 }; /* see sr_engine.h */
     e->ack_delay_ns =
         hold ? e->cfg.ack_delay_ns : SR_MIN(e->cfg.ack_delay_ns, PASSIVE_ACK_DELAY_NS);
+    e->ack_reply_delay_ns = hold ? REPLY_HOLD * e->cfg.ack_delay_ns : e->ack_delay_ns;
 }
 
 bool sr_cq_armed(const struct sr_cq *cq)
@@ -649,7 +650,7 @@ void sr_engine_advance(struct sr_engine *e, uint64_t now_ns)
         }
         if (d <= now_ns) {
             if (qp->resp.ack_pending && qp->resp.ack_due <= now_ns)
-                sr_resp_ack_flush(qp);
+                sr_resp_ack_due(qp);
             sr_comp_timer(qp, now_ns);
         }
         if (sr_qp_deadline(qp) == SR_NO_DEADLINE)

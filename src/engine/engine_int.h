@@ -152,6 +152,7 @@ struct sr_qp {
         /* A coalesced ACK held back (sr_engine_cfg.ack_delay_ns): it
          * leaves with this QP's next request or response, or when due. */
         bool ack_pending;
+        bool ack_rides; /* the last held ACK left with a request: replies follow */
         uint32_t ack_psn, ack_msn;
         uint64_t ack_due;
         /* multi-packet message in progress */
@@ -193,8 +194,9 @@ struct sr_engine {
     struct sr_xrcd *xrcds;
     struct sr_srq **srq_by_num; /* index = srqn - 1 */
     uint32_t zombies;
-    bool fence_due;        /* queued READ response payload: fence before writing memory */
-    uint64_t ack_delay_ns; /* in force now (sr_engine_hold_acks) */
+    bool fence_due;              /* queued READ response payload: fence before writing memory */
+    uint64_t ack_delay_ns;       /* in force now (sr_engine_hold_acks) */
+    uint64_t ack_reply_delay_ns; /* the same for a QP whose ACKs ride with replies */
 };
 
 /* Before the engine writes registered memory: queued packets whose payload
@@ -267,6 +269,12 @@ void sr_resp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err, cons
                 uint64_t now_ns);
 /* Sends the ACK the responder holds back, if any (sr_engine_cfg.ack_delay_ns). */
 void sr_resp_ack_flush(struct sr_qp *qp);
+/* The QP sends a request: a held ACK rides with it, and the QP counts as
+ * one whose ACKs are answered by replies (held longer from now on). */
+void sr_resp_ack_ride(struct sr_qp *qp);
+/* A held ACK is due: it leaves alone, and the QP's next one is held for
+ * the ordinary delay. */
+void sr_resp_ack_due(struct sr_qp *qp);
 
 /* comp.c */
 void sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns);

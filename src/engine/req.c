@@ -296,7 +296,7 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
         return;
     }
     if (sent)
-        sr_resp_ack_flush(qp); /* a held ACK travels with the requests */
+        sr_resp_ack_ride(qp); /* a held ACK travels with the requests */
     if (sent && qp->comp.deadline == SR_NO_DEADLINE)
         sr_comp_arm(qp, now_ns);
 }

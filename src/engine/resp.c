@@ -113,12 +113,42 @@ void sr_resp_ack_flush(struct sr_qp *qp)
     emit_ack(qp, qp->resp.ack_psn, qp->resp.ack_msn);
 }
 
+void sr_resp_ack_ride(struct sr_qp *qp)
+{
+    if (!qp->resp.ack_pending)
+        return;
+    qp->resp.ack_rides = true;
+    sr_resp_ack_flush(qp);
+}
+
+void sr_resp_ack_due(struct sr_qp *qp)
+{
+    qp->resp.ack_rides = false;
+    sr_resp_ack_flush(qp);
+}
+
+/* How long the ACK about to be held may wait. A QP whose last held ACK
+ * rode with a reply (a ping-pong) waits longer: an ACK sent alone because
+ * the reply was a little late would complete the peer's request without
+ * the reply, and a peer that then waits for the reply outside the verbs
+ * (polling memory for an RDMA WRITE) would have it picked up late. The
+ * longer hold stays well inside the retransmission timeout, judged by the
+ * QP's own (peers usually agree), and one ACK that falls due ends it. */
+static uint64_t hold_for(const struct sr_qp *qp)
+{
+    const struct sr_engine *e = qp->eng;
+    if (!qp->resp.ack_rides || e->ack_reply_delay_ns <= e->ack_delay_ns)
+        return e->ack_delay_ns;
+    uint64_t cap = sr_timeout_ns(qp->attr.timeout) / 4; /* none: no cap */
+    return SR_MAX(e->ack_delay_ns, SR_MIN(e->ack_reply_delay_ns, cap));
+}
+
 /* The acknowledgement an AckReq asks for: at once, or held back so that
  * it can travel with the reply the application is about to post. */
 static void acknowledge(struct resp_ctx *c)
 {
     struct sr_qp *qp = c->qp;
-    uint64_t delay = qp->eng->ack_delay_ns;
+    uint64_t delay = hold_for(qp);
     if (!delay) {
         send_ack(qp, c->pkt->bth.psn);
         return;

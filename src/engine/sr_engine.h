@@ -292,7 +292,8 @@ struct sr_engine_cfg {
     /* How long an RC responder may hold an ACK back (0: send at once). A
      * held ACK leaves with the QP's next packet (a request the application
      * posts in reply, a response), or when due; meanwhile later ones
-     * replace it (IBA 9.7.5.1.1: ACKs may be coalesced). */
+     * replace it (IBA 9.7.5.1.1: ACKs may be coalesced). A QP whose held
+     * ACKs leave with replies holds them longer (sr_engine_hold_acks). */
     uint64_t ack_delay_ns;
     struct sr_engine_ops ops;
     void *ops_ctx;
@@ -323,10 +324,12 @@ const uint8_t *sr_engine_gid(const struct sr_engine *e);
  * buf runs from the BTH through the ICRC. */
 void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uint8_t *src_gid,
                   uint64_t now_ns);
-/* How long ACKs may be held from now on: cfg.ack_delay_ns (the default),
- * or, while nobody on this side is going to post a reply (a passive
- * target), at most 4 us: enough to coalesce a stream's ACKs, short for a
- * peer that waits for each completion. */
+/* How long ACKs may be held from now on: cfg.ack_delay_ns (the default;
+ * 10 x as long on a QP whose last held ACK left with a request, one that
+ * answers, and at most a quarter of its retransmission timeout), or, while
+ * nobody on this side is going to post a reply (a passive target), at
+ * most 4 us: enough to coalesce a stream's ACKs, short for a peer that
+ * waits for each completion. */
 void sr_engine_hold_acks(struct sr_engine *e, bool hold);
 /* Earliest time sr_engine_advance must be called; UINT64_MAX if none. */
 uint64_t sr_engine_next_deadline(const struct sr_engine *e);

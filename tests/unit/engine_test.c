@@ -1105,6 +1105,49 @@ static void test_ack_delay(void)
     }
 }
 
+/* When the held ACK left with a reply, the QP holds the next one 10 x as
+ * long (capped at a quarter of its timeout); one that falls due ends that. */
+static void test_ack_reply_hold(void)
+{
+    sr_test_ctx = "a QP that replies holds ACKs longer";
+    for (int c = 0; c < 2; c++) {
+        static const uint8_t timeout[] = {14, 5}; /* 67 ms; 131 us */
+        struct sr_wc wc[2];
+        struct harness h;
+        struct h_pair pr;
+        h_ack_delay_ns = DELAY;
+        h_init(&h, 0);
+        h_ack_delay_ns = 0;
+        h.filter = f_log;
+        nlog = 0;
+        struct h_qp_opts o = {
+            .type = SR_QPT_RC, .timeout = timeout[c], .retry_cnt = 3, .access = 15};
+        h_connect(&h, &pr, &o);
+        reg_mem(&pr, 15);
+        /* a ping-pong round: QP 1's ACK rides with its reply */
+        post_write(&h, &pr, 0, 1, SR_WR_RDMA_WRITE);
+        h_run(&h, NULL, NULL, DELAY / 2);
+        post_write(&h, &pr, 1, 2, SR_WR_RDMA_WRITE);
+        SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 1, wc, DELAY / 4), 1);
+        SR_CHECK_EQ(wait_wc(&h, pr.scq[1], 1, wc, 2 * DELAY), 1);
+        /* QP 1's next two holds: long, then (that one fell due) the delay */
+        uint64_t want[] = {c == 0 ? 10 * DELAY : 131072 / 4, DELAY};
+        for (int i = 0; i < 2; i++) {
+            int from = nlog;
+            post_write(&h, &pr, 0, 3 + (uint64_t)i, SR_WR_RDMA_WRITE);
+            uint64_t sent = plog[log_find(0, SR_OP_WRITE_ONLY, from)].at;
+            SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 1, wc, 20 * DELAY), 1);
+            SR_CHECK_EQ(wc[0].status, SR_WC_SUCCESS);
+            int a = log_find(1, SR_OP_ACK, from);
+            SR_CHECK(a >= 0);
+            SR_CHECK_EQ(plog[a].at, sent + H_DELAY_NS + want[i]);
+        }
+        sr_mr_dereg(mr[0]);
+        sr_mr_dereg(mr[1]);
+        h_fini(&h);
+    }
+}
+
 /* A READ's responses may wait in a batching driver (tx_fence), but not past
  * a later request that writes the memory they come from: the READ returns
  * the bytes as they were before the WRITE behind it (IBA ordering). */
@@ -1279,6 +1322,7 @@ int main(void)
     SR_RUN(test_xrc);
     SR_RUN(test_linger);
     SR_RUN(test_ack_delay);
+    SR_RUN(test_ack_reply_hold);
     SR_RUN(test_ops_held_acks);
     SR_RUN(test_read_fence);
     SR_RUN(test_cq_overflow_and_limits);
