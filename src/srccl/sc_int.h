@@ -223,6 +223,7 @@ struct srcclComm {
     struct sc_peer *peers; /* nranks entries; peers[rank] has no QP */
     int local_ranks;       /* ranks on this host (ourselves included) */
     bool spin_per_byte;    /* waits spin 1 ns longer per byte awaited (sc_tp_wait) */
+    bool spin_yield;       /* more ranks here than CPUs: spinning waits yield the CPU */
     /* scratch for algorithms that need a temporary (grown on demand) */
     void *scratch;
     size_t scratch_len;

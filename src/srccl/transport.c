@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,13 +226,19 @@ srcclResult_t sc_tp_connect(srcclComm_t c, const uint8_t *all, size_t rec_len)
         c->local_ranks +=
             ((const struct sc_wire_rank *)(const void *)(all + (size_t)i * rec_len))->host ==
             me->host;
-    /* Spinning only pays when every rank here has a CPU to spin on. */
+    /* More ranks here than CPUs: a rank that waits polls and yields its CPU
+     * in turn (sched_yield), like Open MPI's yield-when-idle, rather than
+     * sleeping on the completion channel at once: every sleep costs two
+     * wake-ups per message (the NIC thread's, then the rank's), a turn of
+     * the CPUs among the waiting ranks costs much less. It sleeps after
+     * 1 ms without news. */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    if (!c->cfg.spin_set && cpus > 0 && c->local_ranks > cpus)
-        c->cfg.spin_ns = 0;
+    c->spin_yield = cpus > 0 && c->local_ranks > cpus;
+    if (!c->cfg.spin_set && c->spin_yield)
+        c->cfg.spin_ns = 1000000;
     c->spin_per_byte = !c->cfg.spin_set && c->cfg.spin_ns > 0;
-    sc_debug(c, "%d ranks on this host (%ld CPUs): spin %llu us", c->local_ranks, cpus,
-             (unsigned long long)(c->cfg.spin_ns / 1000));
+    sc_debug(c, "%d ranks on this host (%ld CPUs): spin %llu us%s", c->local_ranks, cpus,
+             (unsigned long long)(c->cfg.spin_ns / 1000), c->spin_yield ? ", yielding" : "");
     for (int i = 0; i < c->nranks; i++) {
         if (i == c->rank)
             continue;
@@ -544,6 +551,8 @@ static srcclResult_t idle(srcclComm_t c, uint64_t until, uint64_t spin_ns, int *
     while (now < spin_end && now < until) {
         if ((r = sc_tp_progress(c, woke)) || *woke)
             return r;
+        if (c->spin_yield)
+            sched_yield();
         now = sc_now_ns();
     }
     if (now >= until)
