@@ -368,6 +368,12 @@ void sr_engine_hold_acks(struct sr_engine *e, bool hold)
     e->ack_reply_delay_ns = hold ? REPLY_HOLD * e->cfg.ack_delay_ns : e->ack_delay_ns;
 }
 
+void sr_engine_release_acks(struct sr_engine *e)
+{
+    for (struct sr_qp *qp = e->active; qp; qp = qp->active_next)
+        sr_resp_ack_flush(qp);
+}
+
 bool sr_cq_armed(const struct sr_cq *cq)
 {
     return cq->notify != 0;

@@ -331,6 +331,9 @@ void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uin
  * most 4 us: enough to coalesce a stream's ACKs, short for a peer that
  * waits for each completion. */
 void sr_engine_hold_acks(struct sr_engine *e, bool hold);
+/* Sends every ACK held back now (the application is going to sleep: no
+ * reply will come for them soon). */
+void sr_engine_release_acks(struct sr_engine *e);
 /* Earliest time sr_engine_advance must be called; UINT64_MAX if none. */
 uint64_t sr_engine_next_deadline(const struct sr_engine *e);
 /* Fire timers due at now_ns and continue transmissions. */

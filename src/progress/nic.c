@@ -51,6 +51,9 @@ struct sr_nic {
     _Atomic uint64_t last_poll_ns; /* last poll; 0 = handed back */
     _Atomic uint64_t last_pass_ns; /* last inline pass */
     atomic_bool napping;
+    /* An application thread is about to sleep (sr_nic_app_blocks) and has
+     * not polled since: it posts nothing until a completion wakes it. */
+    atomic_bool app_asleep;
     struct sr_engine_ops user_ops; /* the layer above's cq/async callbacks */
     void *user_ctx;
 };
@@ -146,6 +149,8 @@ int sr_nic_progress(struct sr_nic *nic)
 
 void sr_nic_app_polls(struct sr_nic *nic, bool after_pass)
 {
+    if (atomic_load_explicit(&nic->app_asleep, memory_order_relaxed))
+        atomic_store_explicit(&nic->app_asleep, false, memory_order_relaxed);
     if (nic->handoff_ns)
         atomic_store_explicit(&nic->last_poll_ns, after_pass ? nic->now : sr_nic_now(),
                               memory_order_relaxed);
@@ -153,9 +158,17 @@ void sr_nic_app_polls(struct sr_nic *nic, bool after_pass)
 
 void sr_nic_app_blocks(struct sr_nic *nic)
 {
+    atomic_store_explicit(&nic->app_asleep, true, memory_order_relaxed);
     atomic_store(&nic->last_poll_ns, 0); /* seq_cst: pairs with nic_nap */
     if (atomic_load(&nic->napping))
         nic_wake(nic);
+}
+
+void sr_nic_app_sleeps(struct sr_nic *nic)
+{
+    sr_engine_release_acks(nic->eng);
+    sr_udp_flush(nic->udp);
+    sr_nic_app_blocks(nic);
 }
 
 /* Until when the hand-off lets the thread stay off the socket; 0 when
@@ -218,8 +231,12 @@ static void *nic_thread(void *arg)
             app_seen = start;
         }
         /* Hold ACKs for a reply only if an application here calls verbs at
-         * all; a passive target's peers get theirs at once. */
-        sr_engine_hold_acks(nic->eng, app_seen && start - app_seen < APP_REPLY_NS);
+         * all and is not asleep waiting for a completion: a passive target's
+         * peers get theirs at once, and so do the peers of a sleeper (which
+         * may well be waiting for the peer, which waits for this ACK). */
+        sr_engine_hold_acks(nic->eng,
+                            app_seen && start - app_seen < APP_REPLY_NS &&
+                                !atomic_load_explicit(&nic->app_asleep, memory_order_relaxed));
         int n = nic_pass(nic);
         uint64_t deadline = sr_engine_next_deadline(nic->eng);
         uint64_t held = sr_udp_next_deadline(nic->udp); /* injected delays */

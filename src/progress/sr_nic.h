@@ -48,6 +48,10 @@ int sr_nic_progress(struct sr_nic *nic);
  * CQ dry, or waits for a completion event): the NIC thread takes the
  * socket back at once. No lock needed. */
 void sr_nic_app_blocks(struct sr_nic *nic);
+/* With the lock held: sr_nic_app_blocks, and the ACKs held back for a
+ * reply leave now (the thread is about to sleep: its peers may be waiting
+ * for them to send what would wake it). */
+void sr_nic_app_sleeps(struct sr_nic *nic);
 /* An application thread polled a CQ (after_pass: it ran the NIC inline
  * with sr_nic_progress just now) and will be back: the NIC thread may
  * leave the socket to it for a while (the hand-off). */

@@ -350,7 +350,7 @@ static int sv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
      * ibv_get_cq_event: the thread is about to block, so the NIC thread
      * must listen. Any other poll will be followed by more. */
     if (!got && sr_cq_armed(c->cq))
-        sr_nic_app_blocks(nic);
+        sr_nic_app_sleeps(nic);
     else if (num_entries > 0)
         sr_nic_app_polls(nic, ran);
     sr_nic_unlock(nic);
@@ -359,8 +359,12 @@ static int sv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 
 static int sv_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
-    sr_nic_app_blocks(nic_of(cq->context)); /* it will wait: the NIC thread listens */
-    return sv_errno(LOCKED(cq->context, sr_cq_req_notify(sv_cq(cq)->cq, solicited_only != 0)));
+    struct sr_nic *nic = nic_of(cq->context);
+    sr_nic_lock(nic);
+    int r = sr_cq_req_notify(sv_cq(cq)->cq, solicited_only != 0);
+    sr_nic_app_sleeps(nic); /* it will wait: the NIC thread listens, held ACKs leave */
+    sr_nic_unlock(nic);
+    return sv_errno(r);
 }
 
 /* ---- SRQ ---- */

@@ -4,8 +4,10 @@
  * SRQ limit event firing once). The peer is the vt agent. */
 #include "vt.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void set_nonblock(int fd)
@@ -493,6 +495,137 @@ static void case_stale_async_event(int fd, const void *arg)
     vt_dev_close(&d);
 }
 
+/* ---- a peer asleep on its CQ acknowledges at once ----
+ * The writer WRITEs and waits for the completion, then tells the sleeper
+ * with a SEND WITH IMMEDIATE; the sleeper only sleeps on its completion
+ * channel until that SEND arrives, and never sends. An ACK held back for a
+ * reply (SOFTRDMA_ACK_DELAY_US, 10 ms here) would make every round wait
+ * until it fell due: a side whose application sleeps must not hold ACKs. */
+enum { SLEEPER_ROUNDS = 20 };
+
+struct sleeper_setup {
+    struct vt_dev d;
+    struct vt_buf l;
+    struct ibv_comp_channel *ch;
+    struct ibv_cq *cq;
+    struct vt_qp q;
+    struct vt_remote_mr r; /* the peer's buffer */
+};
+
+static void sleeper_open(int fd, struct sleeper_setup *s)
+{
+    VT_REQUIRE(setenv("SOFTRDMA_ACK_DELAY_US", "10000", 1) == 0); /* read at device open */
+    vt_dev_open(&s->d);
+    vt_buf_alloc(&s->d, &s->l, 4096, VT_ACCESS_ALL);
+    VT_REQUIRE((s->ch = ibv_create_comp_channel(s->d.ctx)) != NULL);
+    VT_REQUIRE((s->cq = ibv_create_cq(s->d.ctx, 64, NULL, s->ch, 0)) != NULL);
+    struct vt_qp_caps caps;
+    vt_caps_default(&caps);
+    vt_qp_create(&s->d, &s->q, &caps, s->cq, s->cq, NULL);
+    struct vt_qp_info mine, theirs;
+    vt_qp_info(&s->d, &s->q, &mine);
+    vt_send(fd, &mine, sizeof(mine));
+    vt_recv(fd, &theirs, sizeof(theirs), VT_OOB_MS);
+    struct vt_conn c;
+    vt_conn_default(&s->d, &c);
+    VT_REQUIRE(vt_qp_connect(&s->q, &theirs, &c) == 0);
+    for (int i = 0; i < SLEEPER_ROUNDS; i++) {
+        struct ibv_recv_wr rw = {.wr_id = 1000 + (uint64_t)i}, *bad = NULL;
+        VT_REQUIRE(ibv_post_recv(s->q.qp, &rw, &bad) == 0);
+    }
+    struct vt_remote_mr r = {.addr = (uintptr_t)s->l.p, .rkey = s->l.mr->rkey, .len = s->l.len};
+    vt_send(fd, &r, sizeof(r));
+    vt_recv(fd, &s->r, sizeof(s->r), VT_OOB_MS);
+    vt_sync(fd);
+}
+
+static void sleeper_close(int fd, struct sleeper_setup *s)
+{
+    vt_sync(fd);
+    vt_qp_destroy(&s->q);
+    VT_EQ(ibv_destroy_cq(s->cq), 0);
+    VT_EQ(ibv_destroy_comp_channel(s->ch), 0);
+    vt_buf_free(&s->l);
+    vt_dev_close(&s->d);
+}
+
+/* One completion, waited for as applications usually do: poll, arm, poll
+ * once more, sleep on the channel. */
+static void sleep_for_wc(struct sleeper_setup *s, struct ibv_wc *wc)
+{
+    for (;;) {
+        int n = ibv_poll_cq(s->cq, 1, wc);
+        if (n == 0) {
+            VT_REQUIRE(ibv_req_notify_cq(s->cq, 0) == 0);
+            n = ibv_poll_cq(s->cq, 1, wc);
+        }
+        VT_REQUIRE(n >= 0);
+        if (n == 1)
+            return;
+        VT_REQUIRE(wait_readable(s->ch->fd, VT_POLL_MS));
+        struct ibv_cq *cq;
+        void *ctx;
+        VT_REQUIRE(ibv_get_cq_event(s->ch, &cq, &ctx) == 0);
+        ibv_ack_cq_events(cq, 1);
+    }
+}
+
+static void case_sleeper_writer(int fd, const void *arg)
+{
+    (void)arg;
+    struct sleeper_setup s;
+    sleeper_open(fd, &s);
+    uint64_t start = vt_now_ms();
+    for (int i = 0; i < SLEEPER_ROUNDS && !vt_failures; i++) {
+        struct ibv_sge sge = {.addr = (uintptr_t)s.l.p, .length = 64, .lkey = s.l.mr->lkey};
+        struct ibv_send_wr wr = {.wr_id = (uint64_t)i,
+                                 .sg_list = &sge,
+                                 .num_sge = 1,
+                                 .opcode = IBV_WR_RDMA_WRITE,
+                                 .send_flags = IBV_SEND_SIGNALED,
+                                 .wr.rdma = {.remote_addr = s.r.addr, .rkey = s.r.rkey}};
+        struct ibv_send_wr tell = {.wr_id = 100 + (uint64_t)i,
+                                   .opcode = IBV_WR_SEND_WITH_IMM,
+                                   .send_flags = IBV_SEND_SIGNALED,
+                                   .imm_data = htonl((uint32_t)i)};
+        struct ibv_send_wr *bad = NULL;
+        struct ibv_wc wc;
+        VT_REQUIRE(ibv_post_send(s.q.qp, &wr, &bad) == 0);
+        if (i > 0) { /* last round's SEND completes first */
+            sleep_for_wc(&s, &wc);
+            VT_EQ(wc.status, IBV_WC_SUCCESS);
+            VT_EQ(wc.wr_id, 100 + (uint64_t)i - 1);
+        }
+        sleep_for_wc(&s, &wc);
+        VT_EQ(wc.status, IBV_WC_SUCCESS);
+        VT_EQ(wc.wr_id, (uint64_t)i);
+        VT_REQUIRE(ibv_post_send(s.q.qp, &tell, &bad) == 0);
+    }
+    struct ibv_wc wc;
+    sleep_for_wc(&s, &wc);
+    VT_EQ(wc.wr_id, 100 + SLEEPER_ROUNDS - 1);
+    uint64_t ms = vt_now_ms() - start;
+    vt_note("%d rounds in %llu ms", SLEEPER_ROUNDS, (unsigned long long)ms);
+    VT_CHECKF(ms < SLEEPER_ROUNDS * 10 / 2, "%d rounds took %llu ms: ACKs held by a sleeper",
+              SLEEPER_ROUNDS, (unsigned long long)ms);
+    sleeper_close(fd, &s);
+}
+
+static void case_sleeper(int fd, const void *arg)
+{
+    (void)arg;
+    struct sleeper_setup s;
+    sleeper_open(fd, &s);
+    for (int i = 0; i < SLEEPER_ROUNDS && !vt_failures; i++) {
+        struct ibv_wc wc;
+        sleep_for_wc(&s, &wc);
+        VT_EQ(wc.status, IBV_WC_SUCCESS);
+        VT_EQ(wc.opcode, IBV_WC_RECV);
+        VT_EQ(ntohl(wc.imm_data), (uint32_t)i);
+    }
+    sleeper_close(fd, &s);
+}
+
 static const struct vt_case cases[] = {
     {"cq_overflow", case_cq_overflow, NULL, NULL},
     {"comp_channel", case_comp_channel, NULL, NULL},
@@ -500,6 +633,7 @@ static const struct vt_case cases[] = {
     {"srq", case_srq, NULL, NULL},
     {"stale_cq_event", case_stale_cq_event, NULL, NULL},
     {"stale_async_event", case_stale_async_event, NULL, NULL},
+    {"sleeper_acks", case_sleeper_writer, case_sleeper, NULL},
 };
 
 int main(int argc, char **argv)
