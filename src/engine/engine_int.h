@@ -106,7 +106,7 @@ struct sr_replay {
     uint64_t orig; /* atomic: original remote value */
 };
 
-enum { SR_REPLAY_SLOTS = 32 }; /* >= SR_MAX_RD_ATOMIC, extra depth for late duplicates */
+enum { SR_REPLAY_SLOTS = 2 * SR_MAX_RD_ATOMIC }; /* extra depth for late duplicates */
 
 struct sr_qp {
     struct sr_engine *eng;

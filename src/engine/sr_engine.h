@@ -156,7 +156,7 @@ enum sr_event_type {
 enum {
     SR_MAX_SGE = 32,
     SR_MAX_INLINE = 512,
-    SR_MAX_RD_ATOMIC = 16,     /* per QP, both directions */
+    SR_MAX_RD_ATOMIC = 64,     /* per QP, both directions */
     SR_MAX_MSG_LEN = 1u << 31, /* IBA: 2^31 bytes */
 };
 

@@ -294,7 +294,7 @@ static void h_connect(struct harness *h, struct h_pair *pr, const struct h_qp_op
         a.path_mtu = o->mtu ? o->mtu : 1024;
         a.dest_qp_num = sr_qp_num(pr->qp[1 - i]);
         a.rq_psn = 0xfffff0 + 3 * (uint32_t)(1 - i); /* PSNs cross the 2^24 wrap */
-        a.max_dest_rd_atomic = 16;
+        a.max_dest_rd_atomic = SR_MAX_RD_ATOMIC;
         a.min_rnr_timer = o->min_rnr_timer ? o->min_rnr_timer : 1;
         h_gid(a.dgid, 1 - i);
         m = SR_QP_STATE;

@@ -29,7 +29,7 @@ static void reg_mem(struct h_pair *pr, uint32_t access)
 
 struct wc_wait {
     struct sr_cq *cq;
-    struct sr_wc wc[64];
+    struct sr_wc wc[4 * SR_MAX_RD_ATOMIC];
     int want, got;
 };
 
@@ -567,37 +567,69 @@ static int f_rd_count(struct harness *h, const struct h_pkt *p, uint64_t seq)
     return 0;
 }
 
+/* As f_rd_count, and loses every 9th atomic ACK and 11th READ response,
+ * and doubles every 13th request: duplicates of requests up to
+ * max_rd_atomic back must be answered from the replay state. */
+static int f_rd_lossy(struct harness *h, const struct h_pkt *p, uint64_t seq)
+{
+    static unsigned acks, resps, reqs;
+    f_rd_count(h, p, seq);
+    uint8_t op = p->data[0] & 0x1f;
+    if (p->from == 1 && op == SR_OP_ATOMIC_ACK && ++acks % 9 == 0)
+        return 1;
+    if (p->from == 1 && op == SR_OP_READ_RESP_ONLY && ++resps % 11 == 0)
+        return 1;
+    if (p->from == 0 && (op == SR_OP_READ_REQ || op == SR_OP_FETCH_ADD) && ++reqs % 13 == 0)
+        return 2;
+    return 0;
+}
+
 static void test_max_rd_atomic(void)
 {
-    sr_test_ctx = "max_rd_atomic";
-    struct harness h;
-    struct h_pair pr;
-    h_init(&h, 0);
-    h.filter = f_rd_count;
-    rd_in_flight = rd_max_in_flight = 0;
-    struct h_qp_opts o = {.type = SR_QPT_RC, .retry_cnt = 7, .access = 15, .max_rd_atomic = 2};
-    h_connect(&h, &pr, &o);
-    reg_mem(&pr, 15);
-    for (int i = 0; i < 8; i++) {
-        struct sr_sge sg = {(uintptr_t)mem[0] + (uint64_t)i * 64, 8, sr_mr_lkey(mr[0])};
-        struct sr_send_wr wr = {.wr_id = (uint64_t)i,
-                                .sg_list = &sg,
-                                .num_sge = 1,
-                                .opcode = (i & 1) ? SR_WR_ATOMIC_FETCH_AND_ADD : SR_WR_RDMA_READ,
-                                .send_flags = SR_SEND_SIGNALED,
-                                .compare_add = 1,
-                                .remote_addr = (uintptr_t)mem[1] + 4096,
-                                .rkey = sr_mr_rkey(mr[1])};
-        SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &wr, h.now), 0);
+    for (int c = 0; c < 3; c++) {
+        static const char *names[] = {"max_rd_atomic 2", "max_rd_atomic at the device limit",
+                                      "max_rd_atomic at the limit, lossy"};
+        static const uint8_t max[] = {2, SR_MAX_RD_ATOMIC, SR_MAX_RD_ATOMIC};
+        enum { N = 4 * SR_MAX_RD_ATOMIC };
+        sr_test_ctx = names[c];
+        struct harness h;
+        struct h_pair pr;
+        h_init(&h, 0);
+        h.filter = c == 2 ? f_rd_lossy : f_rd_count;
+        rd_in_flight = rd_max_in_flight = 0;
+        struct h_qp_opts o = {
+            .type = SR_QPT_RC, .timeout = 8, .retry_cnt = 7, .access = 15, .max_rd_atomic = max[c]};
+        h_connect(&h, &pr, &o);
+        reg_mem(&pr, 15);
+        int n = c ? N : 8;
+        for (int i = 0; i < n; i++) {
+            struct sr_sge sg = {(uintptr_t)mem[0] + (uint64_t)i * 64, 8, sr_mr_lkey(mr[0])};
+            struct sr_send_wr wr = {.wr_id = (uint64_t)i,
+                                    .sg_list = &sg,
+                                    .num_sge = 1,
+                                    .opcode =
+                                        (i & 1) ? SR_WR_ATOMIC_FETCH_AND_ADD : SR_WR_RDMA_READ,
+                                    .send_flags = SR_SEND_SIGNALED,
+                                    .compare_add = 1,
+                                    .remote_addr = (uintptr_t)mem[1] + 4096,
+                                    .rkey = sr_mr_rkey(mr[1])};
+            SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &wr, h.now), 0);
+        }
+        struct sr_wc wc[N];
+        SR_CHECK_EQ(wait_wc(&h, pr.scq[0], n, wc, 1000000000ull), n);
+        for (int i = 0; i < n; i++) {
+            SR_CHECK_EQ(wc[i].wr_id, (uint64_t)i);
+            SR_CHECK_EQ(wc[i].status, SR_WC_SUCCESS);
+        }
+        if (c < 2)
+            SR_CHECK_EQ(rd_max_in_flight, max[c]);
+        uint64_t sum;
+        memcpy(&sum, mem[1] + 4096, sizeof(sum));
+        SR_CHECK_EQ(sum, (uint64_t)n / 2); /* every atomic executed once */
+        sr_mr_dereg(mr[0]);
+        sr_mr_dereg(mr[1]);
+        h_fini(&h);
     }
-    struct sr_wc wc[8];
-    SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 8, wc, 100000000ull), 8);
-    for (int i = 0; i < 8; i++)
-        SR_CHECK_EQ(wc[i].status, SR_WC_SUCCESS);
-    SR_CHECK_EQ(rd_max_in_flight, 2);
-    sr_mr_dereg(mr[0]);
-    sr_mr_dereg(mr[1]);
-    h_fini(&h);
 }
 
 static void test_rnr(void)
