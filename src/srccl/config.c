@@ -113,7 +113,11 @@ srcclResult_t sc_config_load(struct sc_config *cfg, char *err, size_t err_len)
     if ((r = env_int("SRCCL_SPIN_US", 0, 10000000, &x, err, err_len)))
         return r;
     cfg->spin_set = x >= 0;
-    cfg->spin_ns = x >= 0 ? (uint64_t)x * 1000 : 20000;
+    /* 200 us: a rank that sleeps answers its peer only after a wake-up
+     * (tens of us), which makes the peer's wait exceed a shorter spin and
+     * sleep too; with 20 us two ranks fell into that, 2 ranks 8 B 5 -> 80 us
+     * per all-reduce, for the rest of the run. */
+    cfg->spin_ns = x >= 0 ? (uint64_t)x * 1000 : 200000;
     x = 0;
     if ((r = env_int("SRCCL_DEBUG", 0, 9, &x, err, err_len)))
         return r;
