@@ -16,6 +16,7 @@
 enum {
     RX_BATCH = 64,
 };
+#define HANDOFF_MIN_NS 50000ull
 /* An application that called a verb this recently may post a reply that
  * a held ACK can ride with. */
 #define APP_REPLY_NS 10000000ull
@@ -42,12 +43,20 @@ struct sr_nic {
     _Atomic uint64_t app_calls;
     /* Hand-off: while an application thread polls (ibv_poll_cq: an empty
      * poll runs the NIC inline), the thread stays off the socket for
-     * handoff_ns after each poll: no wake-up per packet, no fight for the
-     * lock. It takes a pass itself when no inline pass ran for
+     * handoff_ns (handoff_cur_ns) after each poll: no wake-up per packet,
+     * no fight for the lock. It takes a pass itself when no inline pass ran for
      * 4 x handoff_ns (a thread polling a CQ that never runs dry would
      * otherwise starve the rest). An application about to block
      * (ibv_req_notify_cq) hands back at once. */
     uint64_t handoff_ns;
+    /* The hand-off in force, between HANDOFF_MIN_NS and handoff_ns: an
+     * application that polls a CQ and then waits elsewhere (spins on
+     * memory for an RDMA WRITE) leaves packets in the socket that nobody
+     * reads until the hand-off ends. Each time the thread finds that (the
+     * hand-off ran out with packets waiting), it halves; each nap that
+     * ends with the application still polling doubles it back. */
+    uint64_t handoff_cur_ns;
+    bool napped;                   /* the thread's last look at the hand-off made it nap */
     _Atomic uint64_t last_poll_ns; /* last poll; 0 = handed back */
     _Atomic uint64_t last_pass_ns; /* last inline pass */
     atomic_bool napping;
@@ -178,18 +187,25 @@ static uint64_t nic_handoff_until(struct sr_nic *nic, uint64_t now, bool seq_cst
     uint64_t poll = seq_cst ? atomic_load(&nic->last_poll_ns)
                             : atomic_load_explicit(&nic->last_poll_ns, memory_order_relaxed);
     uint64_t pass = atomic_load_explicit(&nic->last_pass_ns, memory_order_relaxed);
-    if (!poll || now - poll >= nic->handoff_ns || now - pass >= 4 * nic->handoff_ns)
+    if (!poll || now - poll >= nic->handoff_cur_ns || now - pass >= 4 * nic->handoff_ns)
         return 0;
-    return SR_MIN(poll + nic->handoff_ns, pass + 4 * nic->handoff_ns);
+    return SR_MIN(poll + nic->handoff_cur_ns, pass + 4 * nic->handoff_ns);
 }
 
 /* Stays off the socket while an application thread polls; false when it
- * does not. */
-static bool nic_nap(struct sr_nic *nic)
+ * does not. *expired: the hand-off just ran out (the application neither
+ * polled nor handed back). */
+static bool nic_nap(struct sr_nic *nic, bool *expired)
 {
     uint64_t now = sr_nic_now();
-    if (!nic_handoff_until(nic, now, false))
+    if (!nic_handoff_until(nic, now, false)) {
+        *expired = nic->napped && atomic_load_explicit(&nic->last_poll_ns, memory_order_relaxed);
+        nic->napped = false;
         return false;
+    }
+    if (nic->napped) /* a nap ended and the application still polls */
+        nic->handoff_cur_ns = SR_MIN(nic->handoff_ns, 2 * nic->handoff_cur_ns);
+    nic->napped = true;
     atomic_store(&nic->napping, true);
     /* recheck: an application that blocked meanwhile has written the eventfd
      * only if it saw napping set */
@@ -221,7 +237,8 @@ static void *nic_thread(void *arg)
     struct sr_nic *nic = arg;
     uint64_t last_busy = 0, seen_calls = 0, app_seen = 0;
     while (!atomic_load(&nic->stop)) {
-        if (nic->handoff_ns && nic_nap(nic))
+        bool expired = false;
+        if (nic->handoff_ns && nic_nap(nic, &expired))
             continue;
         pthread_mutex_lock(&nic->lock);
         uint64_t start = sr_nic_now();
@@ -238,6 +255,8 @@ static void *nic_thread(void *arg)
                             app_seen && start - app_seen < APP_REPLY_NS &&
                                 !atomic_load_explicit(&nic->app_asleep, memory_order_relaxed));
         int n = nic_pass(nic);
+        if (expired && n > 0) /* they waited for the hand-off to run out */
+            nic->handoff_cur_ns = SR_MAX(HANDOFF_MIN_NS, nic->handoff_cur_ns / 2);
         uint64_t deadline = sr_engine_next_deadline(nic->eng);
         uint64_t held = sr_udp_next_deadline(nic->udp); /* injected delays */
         if (held < deadline)
@@ -275,7 +294,7 @@ int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out)
     nic->epfd = nic->evfd = -1;
     nic->spin_ns = cfg->spin_ns;
     nic->app_idle_ns = 1000000;
-    nic->handoff_ns = cfg->handoff_ns;
+    nic->handoff_ns = nic->handoff_cur_ns = cfg->handoff_ns;
     pthread_mutex_init(&nic->lock, NULL);
     int err = sr_udp_open(&cfg->udp, &nic->udp);
     if (err)

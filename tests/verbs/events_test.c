@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void set_nonblock(int fd)
 {
@@ -512,9 +513,9 @@ struct sleeper_setup {
     struct vt_remote_mr r; /* the peer's buffer */
 };
 
-static void sleeper_open(int fd, struct sleeper_setup *s)
+static void sleeper_open(int fd, struct sleeper_setup *s, const char *env, const char *val)
 {
-    VT_REQUIRE(setenv("SOFTRDMA_ACK_DELAY_US", "10000", 1) == 0); /* read at device open */
+    VT_REQUIRE(setenv(env, val, 1) == 0); /* read at device open */
     vt_dev_open(&s->d);
     vt_buf_alloc(&s->d, &s->l, 4096, VT_ACCESS_ALL);
     VT_REQUIRE((s->ch = ibv_create_comp_channel(s->d.ctx)) != NULL);
@@ -574,7 +575,7 @@ static void case_sleeper_writer(int fd, const void *arg)
 {
     (void)arg;
     struct sleeper_setup s;
-    sleeper_open(fd, &s);
+    sleeper_open(fd, &s, "SOFTRDMA_ACK_DELAY_US", "10000");
     uint64_t start = vt_now_ms();
     for (int i = 0; i < SLEEPER_ROUNDS && !vt_failures; i++) {
         struct ibv_sge sge = {.addr = (uintptr_t)s.l.p, .length = 64, .lkey = s.l.mr->lkey};
@@ -615,13 +616,71 @@ static void case_sleeper(int fd, const void *arg)
 {
     (void)arg;
     struct sleeper_setup s;
-    sleeper_open(fd, &s);
+    sleeper_open(fd, &s, "SOFTRDMA_ACK_DELAY_US", "10000");
     for (int i = 0; i < SLEEPER_ROUNDS && !vt_failures; i++) {
         struct ibv_wc wc;
         sleep_for_wc(&s, &wc);
         VT_EQ(wc.status, IBV_WC_SUCCESS);
         VT_EQ(wc.opcode, IBV_WC_RECV);
         VT_EQ(ntohl(wc.imm_data), (uint32_t)i);
+    }
+    sleeper_close(fd, &s);
+}
+
+/* ---- an application that polls its CQ once, then spins on memory ----
+ * Its NIC thread leaves the socket to it after the poll (the hand-off, 10 ms
+ * here), but the application does not come back: the peer's WRITE would
+ * wait in the socket until the hand-off ran out, round after round. The
+ * thread shortens the hand-off when it finds packets left waiting. */
+enum { SPIN_ROUNDS = 30 };
+
+static void case_spin_writer(int fd, const void *arg)
+{
+    (void)arg;
+    struct sleeper_setup s;
+    sleeper_open(fd, &s, "SOFTRDMA_HANDOFF_US", "10000");
+    uint64_t start = vt_now_ms();
+    for (int i = 1; i <= SPIN_ROUNDS && !vt_failures; i++) {
+        char ready;
+        vt_recv(fd, &ready, 1, VT_OOB_MS); /* it polled, and spins now */
+        usleep(200);
+        s.l.p[0] = (uint8_t)i;
+        struct ibv_sge sge = {.addr = (uintptr_t)s.l.p, .length = 1, .lkey = s.l.mr->lkey};
+        struct ibv_send_wr wr = {.wr_id = (uint64_t)i,
+                                 .sg_list = &sge,
+                                 .num_sge = 1,
+                                 .opcode = IBV_WR_RDMA_WRITE,
+                                 .send_flags = IBV_SEND_SIGNALED,
+                                 .wr.rdma = {.remote_addr = s.r.addr, .rkey = s.r.rkey}};
+        struct ibv_send_wr *bad = NULL;
+        VT_REQUIRE(ibv_post_send(s.q.qp, &wr, &bad) == 0);
+        char seen;
+        vt_recv(fd, &seen, 1, VT_OOB_MS);
+        vt_expect_wc(s.cq, (uint64_t)i, IBV_WC_SUCCESS, NULL);
+    }
+    uint64_t ms = vt_now_ms() - start;
+    vt_note("%d rounds in %llu ms", SPIN_ROUNDS, (unsigned long long)ms);
+    /* without the shortening every round waits ~9.8 ms: ~300 ms */
+    VT_CHECKF(ms < 150, "%d rounds took %llu ms: WRITEs waited for the hand-off", SPIN_ROUNDS,
+              (unsigned long long)ms);
+    sleeper_close(fd, &s);
+}
+
+static void case_spinner(int fd, const void *arg)
+{
+    (void)arg;
+    struct sleeper_setup s;
+    sleeper_open(fd, &s, "SOFTRDMA_HANDOFF_US", "10000");
+    volatile uint8_t *flag = s.l.p;
+    for (int i = 1; i <= SPIN_ROUNDS && !vt_failures; i++) {
+        struct ibv_wc wc;
+        VT_EQ(ibv_poll_cq(s.cq, 1, &wc), 0); /* nothing: the hand-off starts */
+        vt_send(fd, "r", 1);
+        uint64_t end = vt_now_ms() + VT_POLL_MS;
+        while (*flag != (uint8_t)i && vt_now_ms() < end)
+            ;
+        VT_REQUIRE(*flag == (uint8_t)i);
+        vt_send(fd, "s", 1);
     }
     sleeper_close(fd, &s);
 }
@@ -634,6 +693,7 @@ static const struct vt_case cases[] = {
     {"stale_cq_event", case_stale_cq_event, NULL, NULL},
     {"stale_async_event", case_stale_async_event, NULL, NULL},
     {"sleeper_acks", case_sleeper_writer, case_sleeper, NULL},
+    {"poll_then_spin", case_spin_writer, case_spinner, NULL},
 };
 
 int main(int argc, char **argv)
