@@ -368,10 +368,23 @@ void sr_engine_hold_acks(struct sr_engine *e, bool hold)
     e->ack_reply_delay_ns = hold ? REPLY_HOLD * e->cfg.ack_delay_ns : e->ack_delay_ns;
 }
 
-void sr_engine_release_acks(struct sr_engine *e)
+bool sr_engine_release_acks(struct sr_engine *e, uint64_t held_since)
 {
-    for (struct sr_qp *qp = e->active; qp; qp = qp->active_next)
-        sr_resp_ack_flush(qp);
+    if (!e->acks_held)
+        return false;
+    bool sent = false, left = false;
+    for (struct sr_qp *qp = e->active; qp; qp = qp->active_next) {
+        if (!qp->resp.ack_pending)
+            continue;
+        if (qp->resp.ack_since <= held_since) {
+            sr_resp_ack_flush(qp);
+            sent = true;
+        } else {
+            left = true;
+        }
+    }
+    e->acks_held = left;
+    return sent;
 }
 
 bool sr_cq_armed(const struct sr_cq *cq)

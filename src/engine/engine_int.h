@@ -154,7 +154,7 @@ struct sr_qp {
         bool ack_pending;
         bool ack_rides; /* the last held ACK left with a request: replies follow */
         uint32_t ack_psn, ack_msn;
-        uint64_t ack_due;
+        uint64_t ack_since, ack_due;
         /* multi-packet message in progress */
         uint8_t msg; /* 0 none, SR_OPF_SEND or SR_OPF_WRITE */
         bool have_rwqe;
@@ -197,6 +197,7 @@ struct sr_engine {
     bool fence_due;              /* queued READ response payload: fence before writing memory */
     uint64_t ack_delay_ns;       /* in force now (sr_engine_hold_acks) */
     uint64_t ack_reply_delay_ns; /* the same for a QP whose ACKs ride with replies */
+    bool acks_held;              /* a QP may hold an ACK (sr_engine_release_acks) */
 };
 
 /* Before the engine writes registered memory: queued packets whose payload

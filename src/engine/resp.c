@@ -155,7 +155,9 @@ static void acknowledge(struct resp_ctx *c)
     }
     if (!qp->resp.ack_pending) {
         qp->resp.ack_pending = true;
+        qp->resp.ack_since = c->now;
         qp->resp.ack_due = c->now + delay;
+        qp->eng->acks_held = true;
         sr_engine_activate(qp->eng, qp);
     }
     qp->resp.ack_psn = c->pkt->bth.psn;

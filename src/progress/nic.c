@@ -17,6 +17,9 @@ enum {
     RX_BATCH = 64,
 };
 #define HANDOFF_MIN_NS 50000ull
+/* An application that polls and finds nothing is not about to reply to
+ * the ACKs its NIC has held this long. */
+#define IDLE_ACK_NS 4000ull
 /* An application that called a verb this recently may post a reply that
  * a held ACK can ride with. */
 #define APP_REPLY_NS 10000000ull
@@ -175,9 +178,15 @@ void sr_nic_app_blocks(struct sr_nic *nic)
 
 void sr_nic_app_sleeps(struct sr_nic *nic)
 {
-    sr_engine_release_acks(nic->eng);
-    sr_udp_flush(nic->udp);
+    if (sr_engine_release_acks(nic->eng, UINT64_MAX))
+        sr_udp_flush(nic->udp);
     sr_nic_app_blocks(nic);
+}
+
+void sr_nic_app_idle(struct sr_nic *nic)
+{
+    if (nic->now > IDLE_ACK_NS && sr_engine_release_acks(nic->eng, nic->now - IDLE_ACK_NS))
+        sr_udp_flush(nic->udp);
 }
 
 /* Until when the hand-off lets the thread stay off the socket; 0 when

@@ -52,6 +52,10 @@ void sr_nic_app_blocks(struct sr_nic *nic);
  * reply leave now (the thread is about to sleep: its peers may be waiting
  * for them to send what would wake it). */
 void sr_nic_app_sleeps(struct sr_nic *nic);
+/* With the lock held, right after sr_nic_progress: the application thread
+ * polled and found nothing. ACKs held for 4 us or more leave: a thread
+ * that was going to reply would have. */
+void sr_nic_app_idle(struct sr_nic *nic);
 /* An application thread polled a CQ (after_pass: it ran the NIC inline
  * with sr_nic_progress just now) and will be back: the NIC thread may
  * leave the socket to it for a while (the hand-off). */

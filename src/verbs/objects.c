@@ -345,6 +345,8 @@ static int sv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
         sr_nic_kick(nic); /* the pass may have set a timer (a held ACK) */
         got = cq_drain(c, num_entries, wc);
         ran = true;
+        if (!got)
+            sr_nic_app_idle(nic);
     }
     /* An armed CQ polled dry is the usual last look before
      * ibv_get_cq_event: the thread is about to block, so the NIC thread

@@ -496,12 +496,13 @@ static void case_stale_async_event(int fd, const void *arg)
     vt_dev_close(&d);
 }
 
-/* ---- a peer asleep on its CQ acknowledges at once ----
- * The writer WRITEs and waits for the completion, then tells the sleeper
- * with a SEND WITH IMMEDIATE; the sleeper only sleeps on its completion
- * channel until that SEND arrives, and never sends. An ACK held back for a
+/* ---- a peer that sleeps on its CQ, or polls it, acknowledges at once ----
+ * The writer WRITEs and waits for the completion, then tells the peer with
+ * a SEND WITH IMMEDIATE; the peer only waits for that SEND (asleep on its
+ * completion channel, or polling), and never sends. An ACK held back for a
  * reply (SOFTRDMA_ACK_DELAY_US, 10 ms here) would make every round wait
- * until it fell due: a side whose application sleeps must not hold ACKs. */
+ * until it fell due: a side whose application sleeps, or polls with
+ * nothing to do, must not hold ACKs long. */
 enum { SLEEPER_ROUNDS = 20 };
 
 struct sleeper_setup {
@@ -578,20 +579,13 @@ static void case_sleeper_writer(int fd, const void *arg)
     sleeper_open(fd, &s, "SOFTRDMA_ACK_DELAY_US", "10000");
     uint64_t start = vt_now_ms();
     for (int i = 0; i < SLEEPER_ROUNDS && !vt_failures; i++) {
-        struct ibv_sge sge = {.addr = (uintptr_t)s.l.p, .length = 64, .lkey = s.l.mr->lkey};
-        struct ibv_send_wr wr = {.wr_id = (uint64_t)i,
-                                 .sg_list = &sge,
-                                 .num_sge = 1,
-                                 .opcode = IBV_WR_RDMA_WRITE,
-                                 .send_flags = IBV_SEND_SIGNALED,
-                                 .wr.rdma = {.remote_addr = s.r.addr, .rkey = s.r.rkey}};
         struct ibv_send_wr tell = {.wr_id = 100 + (uint64_t)i,
                                    .opcode = IBV_WR_SEND_WITH_IMM,
                                    .send_flags = IBV_SEND_SIGNALED,
                                    .imm_data = htonl((uint32_t)i)};
         struct ibv_send_wr *bad = NULL;
         struct ibv_wc wc;
-        VT_REQUIRE(ibv_post_send(s.q.qp, &wr, &bad) == 0);
+        post_write(&s.q, &s.l, &s.r, (uint64_t)i, 64);
         if (i > 0) { /* last round's SEND completes first */
             sleep_for_wc(&s, &wc);
             VT_EQ(wc.status, IBV_WC_SUCCESS);
@@ -612,14 +606,23 @@ static void case_sleeper_writer(int fd, const void *arg)
     sleeper_close(fd, &s);
 }
 
+/* The sleeper (arg NULL), or a peer that polls its CQ without pause and
+ * never sends either (arg non-NULL): its NIC must not hold ACKs for a reply
+ * that is not coming either. */
 static void case_sleeper(int fd, const void *arg)
 {
-    (void)arg;
     struct sleeper_setup s;
     sleeper_open(fd, &s, "SOFTRDMA_ACK_DELAY_US", "10000");
     for (int i = 0; i < SLEEPER_ROUNDS && !vt_failures; i++) {
         struct ibv_wc wc;
-        sleep_for_wc(&s, &wc);
+        if (arg) {
+            uint64_t end = vt_now_ms() + VT_POLL_MS;
+            int n;
+            while ((n = ibv_poll_cq(s.cq, 1, &wc)) == 0 && vt_now_ms() < end)
+                ;
+            VT_REQUIRE(n == 1);
+        } else
+            sleep_for_wc(&s, &wc);
         VT_EQ(wc.status, IBV_WC_SUCCESS);
         VT_EQ(wc.opcode, IBV_WC_RECV);
         VT_EQ(ntohl(wc.imm_data), (uint32_t)i);
@@ -645,15 +648,7 @@ static void case_spin_writer(int fd, const void *arg)
         vt_recv(fd, &ready, 1, VT_OOB_MS); /* it polled, and spins now */
         usleep(200);
         s.l.p[0] = (uint8_t)i;
-        struct ibv_sge sge = {.addr = (uintptr_t)s.l.p, .length = 1, .lkey = s.l.mr->lkey};
-        struct ibv_send_wr wr = {.wr_id = (uint64_t)i,
-                                 .sg_list = &sge,
-                                 .num_sge = 1,
-                                 .opcode = IBV_WR_RDMA_WRITE,
-                                 .send_flags = IBV_SEND_SIGNALED,
-                                 .wr.rdma = {.remote_addr = s.r.addr, .rkey = s.r.rkey}};
-        struct ibv_send_wr *bad = NULL;
-        VT_REQUIRE(ibv_post_send(s.q.qp, &wr, &bad) == 0);
+        post_write(&s.q, &s.l, &s.r, (uint64_t)i, 1);
         char seen;
         vt_recv(fd, &seen, 1, VT_OOB_MS);
         vt_expect_wc(s.cq, (uint64_t)i, IBV_WC_SUCCESS, NULL);
@@ -693,6 +688,7 @@ static const struct vt_case cases[] = {
     {"stale_cq_event", case_stale_cq_event, NULL, NULL},
     {"stale_async_event", case_stale_async_event, NULL, NULL},
     {"sleeper_acks", case_sleeper_writer, case_sleeper, NULL},
+    {"poller_acks", case_sleeper_writer, case_sleeper, "poll"},
     {"poll_then_spin", case_spin_writer, case_spinner, NULL},
 };
 
