@@ -13,14 +13,13 @@
 # perftest uses timeout 14 (4.096 us * 2^14 = 67 ms) and retry_cnt 7:
 # 8 expiries, about 0.54 s, after the last acknowledged packet. We allow 5 s.
 set -u
+. "$(dirname "$0")/lib.sh"
 libdir=$1 port=$2 mode=$3
-SKIP=77
 out=$(mktemp -d)
 srv= cli= nsa= nsb=
 cleanup() {
   for p in $srv $cli; do kill -9 "$p" 2>/dev/null; done
-  [ -n "$nsa" ] && ip netns del "$nsa" 2>/dev/null
-  [ -n "$nsb" ] && ip netns del "$nsb" 2>/dev/null
+  sr_netns_del "$nsa" "$nsb"
   rm -rf "$out"
 }
 trap cleanup EXIT
@@ -29,14 +28,8 @@ trap cleanup EXIT
 args=(-D 60 -s 65536 -p "$port")
 sa=() sb=() target=127.0.0.1
 if [ "$mode" = netns ]; then
-  [ "$(id -u)" -eq 0 ] || { echo "SKIP: not root"; exit $SKIP; }
   nsa=srdA$$ nsb=srdB$$
-  ip netns add "$nsa" && ip netns add "$nsb" || { echo "SKIP: cannot create namespaces"; exit $SKIP; }
-  ip link add vda$$ type veth peer name vdb$$ || { echo "SKIP: no veth"; exit $SKIP; }
-  ip link set vda$$ netns "$nsa" && ip link set vdb$$ netns "$nsb"
-  ip -n "$nsa" addr add 10.232.0.1/24 dev vda$$ && ip -n "$nsb" addr add 10.232.0.2/24 dev vdb$$
-  for n in "$nsa" "$nsb"; do ip -n "$n" link set lo up; done
-  ip -n "$nsa" link set vda$$ up && ip -n "$nsb" link set vdb$$ up
+  sr_netns_pair "$nsa" "$nsb" vda$$ vdb$$ 10.232.0.1 10.232.0.2
   sa=(ip netns exec "$nsa" env SOFTRDMA_ADDR=10.232.0.1)
   sb=(ip netns exec "$nsb" env SOFTRDMA_ADDR=10.232.0.2)
   target=10.232.0.1
@@ -46,10 +39,7 @@ fi
 # kills whatever is left)
 "${sa[@]}" env LD_LIBRARY_PATH="$libdir" ib_write_bw "${args[@]}" >"$out/srv" 2>&1 &
 srv=$!
-for _ in $(seq 100); do
-  "${sa[@]}" ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
-  sleep 0.1
-done
+sr_wait_listen "$port" "${sa[@]}"
 "${sb[@]}" env LD_LIBRARY_PATH="$libdir" ib_write_bw "${args[@]}" "$target" >"$out/cli" 2>&1 &
 cli=$!
 sleep 1.5 # traffic is flowing

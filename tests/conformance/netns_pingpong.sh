@@ -29,8 +29,8 @@
 # identifications (< 64) of GSO segments. Exit 77 (SKIP) when namespaces
 # cannot be created.
 set -u
+. "$(dirname "$0")/lib.sh"
 libdir=$1
-SKIP=77
 port=18701
 pp_timeout=40
 
@@ -124,11 +124,7 @@ run_case() {
   ip netns exec "$nsa" env LD_LIBRARY_PATH="$libdir" SOFTRDMA_ADDR="$addr_a" \
     timeout $pp_timeout ibv_rc_pingpong -p $port "${args[@]}" >"$out/srv" 2>&1 &
   srv=$!
-  # wait for the server's TCP listener (look, don't connect), at most 10 s
-  for _ in $(seq 100); do
-    ip netns exec "$nsa" ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
-    sleep 0.1
-  done
+  sr_wait_listen "$port" ip netns exec "$nsa"
   ip netns exec "$nsb" env LD_LIBRARY_PATH="$libdir" SOFTRDMA_ADDR="$addr_b" \
     timeout $pp_timeout ibv_rc_pingpong -p $port "${args[@]}" 10.231.0.1 >"$out/cli" 2>&1
   crc=$?

@@ -1054,6 +1054,19 @@ static void post_write(struct harness *h, struct h_pair *pr, int from, uint64_t 
     SR_CHECK_EQ(sr_qp_post_send(pr->qp[from], &wr, h->now), 0);
 }
 
+/* A pair whose engines hold ACKs DELAY ns, every packet logged. */
+static void ack_setup(struct harness *h, struct h_pair *pr, uint8_t timeout)
+{
+    h_ack_delay_ns = DELAY;
+    h_init(h, 0);
+    h_ack_delay_ns = 0;
+    h->filter = f_log;
+    nlog = 0;
+    struct h_qp_opts o = {.type = SR_QPT_RC, .timeout = timeout, .retry_cnt = 3, .access = 15};
+    h_connect(h, pr, &o);
+    reg_mem(pr, 15);
+}
+
 static void test_ack_delay(void)
 {
     struct sr_wc wc[2];
@@ -1065,14 +1078,7 @@ static void test_ack_delay(void)
         sr_test_ctx = names[c];
         struct harness h;
         struct h_pair pr;
-        h_ack_delay_ns = DELAY;
-        h_init(&h, 0);
-        h_ack_delay_ns = 0;
-        h.filter = f_log;
-        nlog = 0;
-        struct h_qp_opts o = {.type = SR_QPT_RC, .timeout = 14, .retry_cnt = 3, .access = 15};
-        h_connect(&h, &pr, &o);
-        reg_mem(&pr, 15);
+        ack_setup(&h, &pr, 14);
         if (c == 4)
             sr_engine_hold_acks(h.eng[1], false);
         pattern(mem[0], 64, 3);
@@ -1147,15 +1153,7 @@ static void test_ack_reply_hold(void)
         struct sr_wc wc[2];
         struct harness h;
         struct h_pair pr;
-        h_ack_delay_ns = DELAY;
-        h_init(&h, 0);
-        h_ack_delay_ns = 0;
-        h.filter = f_log;
-        nlog = 0;
-        struct h_qp_opts o = {
-            .type = SR_QPT_RC, .timeout = timeout[c], .retry_cnt = 3, .access = 15};
-        h_connect(&h, &pr, &o);
-        reg_mem(&pr, 15);
+        ack_setup(&h, &pr, timeout[c]);
         /* a ping-pong round: QP 1's ACK rides with its reply */
         post_write(&h, &pr, 0, 1, SR_WR_RDMA_WRITE);
         h_run(&h, NULL, NULL, DELAY / 2);
