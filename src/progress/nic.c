@@ -265,7 +265,8 @@ static void *nic_thread(void *arg)
                                 !atomic_load_explicit(&nic->app_asleep, memory_order_relaxed));
         int n = nic_pass(nic);
         if (expired && n > 0) /* they waited for the hand-off to run out */
-            nic->handoff_cur_ns = SR_MAX(HANDOFF_MIN_NS, nic->handoff_cur_ns / 2);
+            nic->handoff_cur_ns =
+                SR_MAX(SR_MIN(HANDOFF_MIN_NS, nic->handoff_ns), nic->handoff_cur_ns / 2);
         uint64_t deadline = sr_engine_next_deadline(nic->eng);
         uint64_t held = sr_udp_next_deadline(nic->udp); /* injected delays */
         if (held < deadline)
