@@ -345,16 +345,19 @@ static int sv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
         sr_nic_kick(nic); /* the pass may have set a timer (a held ACK) */
         got = cq_drain(c, num_entries, wc);
         ran = true;
-        if (!got)
-            sr_nic_app_idle(nic);
     }
     /* An armed CQ polled dry is the usual last look before
      * ibv_get_cq_event: the thread is about to block, so the NIC thread
-     * must listen. Any other poll will be followed by more. */
-    if (!got && sr_cq_armed(c->cq))
+     * must listen (and every held ACK leaves). Any other poll will be
+     * followed by more; one that ran the NIC and found nothing releases
+     * the ACKs held long. */
+    if (!got && sr_cq_armed(c->cq)) {
         sr_nic_app_sleeps(nic);
-    else if (num_entries > 0)
+    } else if (num_entries > 0) {
+        if (ran && !got)
+            sr_nic_app_idle(nic);
         sr_nic_app_polls(nic, ran);
+    }
     sr_nic_unlock(nic);
     return got;
 }
