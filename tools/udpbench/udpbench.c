@@ -2,7 +2,7 @@
  * the yardstick bench/run.sh holds softrdma against. A benchmark, never a
  * test: every figure depends on the machine and on its load.
  *
- *   srdma-udpbench [-m plain|gso|pingpong|all] [-t SECONDS] [-a 127.x.y.z]
+ *   srdma-udpbench [-m plain|gso|pingpong|pingack|all] [-t SECONDS] [-a 127.x.y.z]
  *                  [-n ITERS] [-s BYTES] [-S SEGMENT] [-g SEGMENTS]
  *
  *   plain     goodput of SEGMENT-byte datagrams (default 4096), sendmmsg and
@@ -14,6 +14,11 @@
  *   pingpong  round trip of a BYTES-byte datagram (default 32), both sides
  *             busy-polling a non-blocking socket; median over ITERS (default
  *             100000) round trips, or as many as fit in SECONDS.
+ *   pingack   the same ping-pong shaped like a reliable connection's: each
+ *             message goes out with a 20-byte acknowledgement of the one
+ *             before it (a RoCEv2 ACK) in one UDP GSO send of two segments,
+ *             received with UDP_GRO; how softrdma's RC ping-pong must send
+ *             when every message needs its ACK before the next.
  *
  * The receiving / echoing side is a forked child, so that the two ends are
  * two processes like two softrdma devices. Both sockets are bound before the
@@ -52,6 +57,7 @@ enum {
     CHILD_GRACE_S = 5,          /* the child outlives the planned run by this much at most */
     POLL_CLOCK_EVERY = 1024,    /* empty polls between two clock reads */
     PP_BUF = 2048,              /* ping-pong receive buffer (-s is at most 1400) */
+    PP_ACK_LEN = 20,            /* pingack: a RoCEv2 ACK (BTH, AETH, ICRC) */
 };
 
 struct opts {
@@ -62,6 +68,7 @@ struct opts {
     size_t small_len;
     size_t seg_len;
     int gso_segs;
+    bool ack; /* ping-pong: each message carries an acknowledgement (pingack) */
 };
 
 /* What the receiving child reports through the pipe. */
@@ -374,16 +381,55 @@ static int run_goodput(const struct opts *o, bool gso)
 
 /* ---- ping-pong ---------------------------------------------------------- */
 
-/* Child side: echo every datagram until the stop byte or end_ns. */
-static void pong_loop(int fd, uint64_t end_ns)
+/* Sends len bytes; with ack, as one GSO send of a len-byte message and the
+ * PP_ACK_LEN-byte acknowledgement after it (buf holds both). */
+static ssize_t pp_send(int fd, const char *buf, size_t len, bool ack)
+{
+    if (!ack)
+        return send(fd, buf, len, 0);
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len + PP_ACK_LEN};
+    union {
+        char buf[CMSG_SPACE(sizeof(uint16_t))];
+        struct cmsghdr align;
+    } ctl;
+    memset(&ctl, 0, sizeof(ctl));
+    struct msghdr mh = {.msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = ctl.buf,
+                        .msg_controllen = sizeof(ctl.buf)};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_UDP;
+    cm->cmsg_type = UDP_SEGMENT;
+    cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+    uint16_t seg = (uint16_t)len;
+    memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
+    ssize_t r = sendmsg(fd, &mh, 0);
+    return r == (ssize_t)(len + PP_ACK_LEN) ? (ssize_t)len : r;
+}
+
+/* Receives what one pp_send sent: a GRO batch of both segments, or the
+ * two one by one; the message's length, 0 when nothing (more) came, -1 on
+ * error. */
+static ssize_t pp_recv(int fd, char *buf, size_t cap, bool ack)
+{
+    ssize_t r = recv(fd, buf, cap, MSG_DONTWAIT);
+    if (!ack || r <= PP_ACK_LEN)
+        return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : r;
+    if ((size_t)r > PP_ACK_LEN + 1)
+        return r - PP_ACK_LEN; /* both, coalesced */
+    return r;
+}
+
+/* Child side: echo every message until the stop byte or end_ns. */
+static void pong_loop(int fd, uint64_t end_ns, bool ack)
 {
     char buf[PP_BUF];
     for (unsigned spins = 0;; spins++) {
-        ssize_t r = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-        if (r > 0) {
+        ssize_t r = pp_recv(fd, buf, sizeof(buf), ack);
+        if (r > (ack ? PP_ACK_LEN : 0)) {
             if ((unsigned char)buf[0] == PP_STOP)
                 return;
-            (void)send(fd, buf, (size_t)r, 0);
+            (void)pp_send(fd, buf, (size_t)r, ack);
             continue;
         }
         if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
@@ -401,20 +447,21 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* One round trip; its duration in ns, or 0 when the reply did not come. */
-static uint64_t ping_once(int fd, char *buf, size_t len, uint32_t seq)
+static uint64_t ping_once(int fd, char *buf, size_t len, uint32_t seq, bool ack)
 {
     char in[PP_BUF];
     buf[0] = 0;
     memcpy(buf + 1, &seq, sizeof(seq));
     uint64_t t0 = now_ns();
-    if (send(fd, buf, len, 0) != (ssize_t)len)
+    if (pp_send(fd, buf, len, ack) != (ssize_t)len)
         return 0;
     for (;;) {
-        ssize_t r = recv(fd, in, sizeof(in), MSG_DONTWAIT);
+        ssize_t r = pp_recv(fd, in, sizeof(in), ack);
         uint64_t t1 = now_ns();
         if (r == (ssize_t)len && memcmp(in + 1, &seq, sizeof(seq)) == 0)
             return t1 - t0 ? t1 - t0 : 1;
-        /* anything else is a late reply to a ping already given up */
+        /* anything else is a late reply to a ping already given up, or a
+         * lone acknowledgement segment */
         if (t1 - t0 > PING_TIMEOUT_NS)
             return 0;
     }
@@ -423,13 +470,18 @@ static uint64_t ping_once(int fd, char *buf, size_t len, uint32_t seq)
 static int run_pingpong(const struct opts *o)
 {
     size_t len = o->small_len < 5 ? 5 : o->small_len; /* stop/normal byte + sequence number */
+    if (o->ack && len <= PP_ACK_LEN)
+        len = PP_ACK_LEN + 1; /* the message is the GSO segment size: the longer one */
     int fds[2];
-    if (open_pair(o->addr, fds)) {
+    int one = 1;
+    if (open_pair(o->addr, fds) ||
+        (o->ack && (setsockopt(fds[0], SOL_UDP, UDP_GRO, &one, sizeof(one)) ||
+                    setsockopt(fds[1], SOL_UDP, UDP_GRO, &one, sizeof(one))))) {
         fprintf(stderr, "udpbench: sockets: %s\n", strerror(errno));
         return -1;
     }
     uint64_t *samples = calloc((size_t)o->iters, sizeof(*samples));
-    char *buf = calloc(1, len);
+    char *buf = calloc(1, len + PP_ACK_LEN);
     if (!samples || !buf) {
         free(samples);
         free(buf);
@@ -449,7 +501,7 @@ static int run_pingpong(const struct opts *o)
     }
     if (pid == 0) {
         close(fds[0]);
-        pong_loop(fds[1], end + (uint64_t)CHILD_GRACE_S * 1000000000ull);
+        pong_loop(fds[1], end + (uint64_t)CHILD_GRACE_S * 1000000000ull, o->ack);
         _exit(0);
     }
     close(fds[1]);
@@ -457,31 +509,32 @@ static int run_pingpong(const struct opts *o)
     uint32_t seq = 0;
     int n = 0, lost = 0;
     for (int i = 0; i < WARMUP_ROUNDS && now_ns() < end; i++)
-        (void)ping_once(fds[0], buf, len, ++seq);
+        (void)ping_once(fds[0], buf, len, ++seq, o->ack);
     while (n < o->iters && now_ns() < end) {
-        uint64_t rtt = ping_once(fds[0], buf, len, ++seq);
+        uint64_t rtt = ping_once(fds[0], buf, len, ++seq, o->ack);
         if (rtt)
             samples[n++] = rtt;
         else
             lost++;
     }
     buf[0] = (char)PP_STOP;
-    (void)send(fds[0], buf, len, 0);
+    (void)pp_send(fds[0], buf, len, o->ack);
 
     int rc = -1;
     if (n > 0) {
         qsort(samples, (size_t)n, sizeof(*samples), cmp_u64);
         double med = (double)samples[n / 2] / 1e3;
-        printf("udp_pingpong_%zub_rtt_us %.2f\n", len, med);
-        printf("udp_pingpong_%zub_rtt_min_us %.2f\n", len, (double)samples[0] / 1e3);
-        printf("udp_pingpong_%zub_rtt_p99_us %.2f\n", len,
+        const char *name = o->ack ? "pingack" : "pingpong";
+        printf("udp_%s_%zub_rtt_us %.2f\n", name, len, med);
+        printf("udp_%s_%zub_rtt_min_us %.2f\n", name, len, (double)samples[0] / 1e3);
+        printf("udp_%s_%zub_rtt_p99_us %.2f\n", name, len,
                (double)samples[(size_t)n * 99 / 100] / 1e3);
-        printf("udp_half_rtt_us %.2f\n", med / 2);
-        printf("udp_pingpong_samples %d\n", n);
-        printf("udp_pingpong_lost %d\n", lost);
+        printf("udp_%shalf_rtt_us %.2f\n", o->ack ? "ack_" : "", med / 2);
+        printf("udp_%s_samples %d\n", name, n);
+        printf("udp_%s_lost %d\n", name, lost);
         rc = 0;
     } else {
-        fprintf(stderr, "udpbench: pingpong: no round trip completed\n");
+        fprintf(stderr, "udpbench: %s: no round trip completed\n", o->ack ? "pingack" : "pingpong");
     }
     close(fds[0]);
     reap(pid);
@@ -494,7 +547,7 @@ static int run_pingpong(const struct opts *o)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: srdma-udpbench [-m plain|gso|pingpong|all] [-t SECONDS] "
+    fprintf(stderr, "usage: srdma-udpbench [-m plain|gso|pingpong|pingack|all] [-t SECONDS] "
                     "[-a 127.x.y.z] [-n ITERS] [-s BYTES] [-S SEGMENT] [-g SEGMENTS]\n");
 }
 
@@ -548,7 +601,8 @@ int main(int argc, char **argv)
         return 2;
     }
     bool all = strcmp(o.mode, "all") == 0;
-    if (!all && strcmp(o.mode, "plain") && strcmp(o.mode, "gso") && strcmp(o.mode, "pingpong")) {
+    if (!all && strcmp(o.mode, "plain") && strcmp(o.mode, "gso") && strcmp(o.mode, "pingpong") &&
+        strcmp(o.mode, "pingack")) {
         usage();
         return 2;
     }
@@ -561,5 +615,9 @@ int main(int argc, char **argv)
         fails += run_goodput(&o, true) != 0;
     if (all || !strcmp(o.mode, "pingpong"))
         fails += run_pingpong(&o) != 0;
+    if (all || !strcmp(o.mode, "pingack")) {
+        o.ack = true;
+        fails += run_pingpong(&o) != 0;
+    }
     return fails ? 1 : 0;
 }
