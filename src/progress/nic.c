@@ -17,6 +17,7 @@ enum {
     RX_BATCH = 64,
 };
 #define HANDOFF_MIN_NS 50000ull
+#define HANDOFF_GROW   4
 /* An application that polls and finds nothing is not about to reply to
  * the ACKs its NIC has held this long. */
 #define IDLE_ACK_NS 4000ull
@@ -48,16 +49,20 @@ struct sr_nic {
      * poll runs the NIC inline), the thread stays off the socket for
      * handoff_ns (handoff_cur_ns) after each poll: no wake-up per packet,
      * no fight for the lock. It takes a pass itself when no inline pass ran for
-     * 4 x handoff_ns (a thread polling a CQ that never runs dry would
+     * HANDOFF_GROW x handoff_ns (a thread polling a CQ that never runs dry would
      * otherwise starve the rest). An application about to block
      * (ibv_req_notify_cq) hands back at once. */
     uint64_t handoff_ns;
-    /* The hand-off in force, between HANDOFF_MIN_NS and handoff_ns: an
-     * application that polls a CQ and then waits elsewhere (spins on
-     * memory for an RDMA WRITE) leaves packets in the socket that nobody
-     * reads until the hand-off ends. Each time the thread finds that (the
-     * hand-off ran out with packets waiting), it halves; each nap that
-     * ends with the application still polling doubles it back. */
+    /* The hand-off in force, between HANDOFF_MIN_NS and HANDOFF_GROW x
+     * handoff_ns: an application that polls a CQ and then waits elsewhere
+     * (spins on memory for an RDMA WRITE) leaves packets in the socket that
+     * nobody reads until the hand-off ends. Each time the thread finds that
+     * (the hand-off ran out with packets waiting), it halves, to handoff_ns
+     * at most. Each nap that ends with the application still polling
+     * doubles it: every such end is a wake-up that preempts a polling
+     * thread on a busy machine (1 ms naps made ~1% of a ping-pong's round
+     * trips 20 us late), so it grows past handoff_ns, up to the bound on
+     * inline passes. */
     uint64_t handoff_cur_ns;
     bool napped;                   /* the thread's last look at the hand-off made it nap */
     _Atomic uint64_t last_poll_ns; /* last poll; 0 = handed back */
@@ -196,9 +201,9 @@ static uint64_t nic_handoff_until(struct sr_nic *nic, uint64_t now, bool seq_cst
     uint64_t poll = seq_cst ? atomic_load(&nic->last_poll_ns)
                             : atomic_load_explicit(&nic->last_poll_ns, memory_order_relaxed);
     uint64_t pass = atomic_load_explicit(&nic->last_pass_ns, memory_order_relaxed);
-    if (!poll || now - poll >= nic->handoff_cur_ns || now - pass >= 4 * nic->handoff_ns)
+    if (!poll || now - poll >= nic->handoff_cur_ns || now - pass >= HANDOFF_GROW * nic->handoff_ns)
         return 0;
-    return SR_MIN(poll + nic->handoff_cur_ns, pass + 4 * nic->handoff_ns);
+    return SR_MIN(poll + nic->handoff_cur_ns, pass + HANDOFF_GROW * nic->handoff_ns);
 }
 
 /* Stays off the socket while an application thread polls; false when it
@@ -213,7 +218,7 @@ static bool nic_nap(struct sr_nic *nic, bool *expired)
         return false;
     }
     if (nic->napped) /* a nap ended and the application still polls */
-        nic->handoff_cur_ns = SR_MIN(nic->handoff_ns, 2 * nic->handoff_cur_ns);
+        nic->handoff_cur_ns = SR_MIN(HANDOFF_GROW * nic->handoff_ns, 2 * nic->handoff_cur_ns);
     nic->napped = true;
     atomic_store(&nic->napping, true);
     /* recheck: an application that blocked meanwhile has written the eventfd
@@ -265,8 +270,8 @@ static void *nic_thread(void *arg)
                                 !atomic_load_explicit(&nic->app_asleep, memory_order_relaxed));
         int n = nic_pass(nic);
         if (expired && n > 0) /* they waited for the hand-off to run out */
-            nic->handoff_cur_ns =
-                SR_MAX(SR_MIN(HANDOFF_MIN_NS, nic->handoff_ns), nic->handoff_cur_ns / 2);
+            nic->handoff_cur_ns = SR_MAX(SR_MIN(HANDOFF_MIN_NS, nic->handoff_ns),
+                                         SR_MIN(nic->handoff_ns, nic->handoff_cur_ns) / 2);
         uint64_t deadline = sr_engine_next_deadline(nic->eng);
         uint64_t held = sr_udp_next_deadline(nic->udp); /* injected delays */
         if (held < deadline)

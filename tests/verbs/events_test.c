@@ -5,11 +5,16 @@
 #include "vt.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+enum { POLL_NAP_MS = 400 }; /* poll_naps: how long the application polls */
 
 static void set_nonblock(int fd)
 {
@@ -680,6 +685,78 @@ static void case_spinner(int fd, const void *arg)
     sleeper_close(fd, &s);
 }
 
+/* ---- a polling application is left alone by its NIC thread ---- */
+/* Voluntary context switches (sleeps) of this process's threads other
+ * than the caller's: the NIC thread's naps. */
+static long other_threads_sleeps(void)
+{
+    DIR *dir = opendir("/proc/self/task");
+    VT_REQUIRE(dir);
+    long sum = 0;
+    pid_t self = (pid_t)syscall(SYS_gettid);
+    for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+        if (e->d_name[0] == '.' || atoi(e->d_name) == self)
+            continue;
+        char path[300], line[128];
+        snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue; /* the thread is gone */
+        while (fgets(line, sizeof(line), f))
+            if (strncmp(line, "voluntary_ctxt_switches:", 24) == 0)
+                sum += atol(line + 24);
+        fclose(f);
+    }
+    closedir(dir);
+    return sum;
+}
+
+/* Each time a hand-off runs out while the application still polls, the
+ * NIC thread wakes up, which preempts a polling thread on a busy machine;
+ * the hand-off grows to 4 x SOFTRDMA_HANDOFF_US so that happens a quarter
+ * as often. */
+static void case_poll_naps(int fd, const void *arg)
+{
+    (void)arg;
+    VT_REQUIRE(setenv("SOFTRDMA_HANDOFF_US", "1000", 1) == 0); /* read at device open */
+    struct vt_dev d;
+    struct vt_buf l;
+    struct vt_remote_mr r;
+    vt_dev_open(&d);
+    vt_buf_alloc(&d, &l, 4096, VT_ACCESS_ALL);
+    vt_agent_hello(fd, &r);
+    struct ibv_cq *cq = ibv_create_cq(d.ctx, 16, NULL, NULL, 0);
+    VT_REQUIRE(cq);
+    struct vt_qp q;
+    struct vt_qp_caps caps;
+    vt_caps_default(&caps);
+    vt_qp_create(&d, &q, &caps, cq, NULL, NULL);
+    vt_agent_pair(fd, &d, &q, 0, NULL, NULL, NULL, NULL);
+    struct ibv_wc wc;
+    VT_EQ(ibv_poll_cq(cq, 1, &wc), 0); /* the hand-off starts */
+    /* the WRITE's timer wakes the NIC thread, which finds the hand-off */
+    post_write(&q, &l, &r, 1, 64);
+    long before = other_threads_sleeps();
+    uint64_t start = vt_now_ms();
+    int got = 0;
+    while (vt_now_ms() - start < POLL_NAP_MS) {
+        int n = ibv_poll_cq(cq, 1, &wc);
+        VT_REQUIRE(n >= 0);
+        if (n && VT_EQ(wc.status, IBV_WC_SUCCESS))
+            got++;
+    }
+    long naps = other_threads_sleeps() - before;
+    VT_EQ(got, 1);
+    vt_note("the NIC thread slept %ld times in %d ms of polling", naps, POLL_NAP_MS);
+    /* a nap per 1 ms hand-off: ~400; grown to 4 ms: ~100 */
+    VT_CHECKF(naps < POLL_NAP_MS / 2, "%ld naps in %d ms: the hand-off did not grow", naps,
+              POLL_NAP_MS);
+    vt_qp_destroy(&q);
+    VT_EQ(ibv_destroy_cq(cq), 0);
+    vt_buf_free(&l);
+    vt_dev_close(&d);
+}
+
 static const struct vt_case cases[] = {
     {"cq_overflow", case_cq_overflow, NULL, NULL},
     {"comp_channel", case_comp_channel, NULL, NULL},
@@ -690,6 +767,7 @@ static const struct vt_case cases[] = {
     {"sleeper_acks", case_sleeper_writer, case_sleeper, NULL},
     {"poller_acks", case_sleeper_writer, case_sleeper, "poll"},
     {"poll_then_spin", case_spin_writer, case_spinner, NULL},
+    {"poll_naps", case_poll_naps, NULL, NULL},
 };
 
 int main(int argc, char **argv)
