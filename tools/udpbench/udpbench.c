@@ -407,33 +407,35 @@ static ssize_t pp_send(int fd, const char *buf, size_t len, bool ack)
     return r == (ssize_t)(len + PP_ACK_LEN) ? (ssize_t)len : r;
 }
 
-/* Receives what one pp_send sent: a GRO batch of both segments, or the
- * two one by one; the message's length, 0 when nothing (more) came, -1 on
- * error. */
-static ssize_t pp_recv(int fd, char *buf, size_t cap, bool ack)
+/* Receives what one pp_send sent: the len-byte message, with its
+ * acknowledgement (GRO hands the two over as one) or without (a socket may
+ * also get them one by one; a lone acknowledgement counts as nothing).
+ * The message's length, 0 when nothing came, -1 on error. */
+static ssize_t pp_recv(int fd, char *buf, size_t cap, size_t len, bool ack)
 {
     ssize_t r = recv(fd, buf, cap, MSG_DONTWAIT);
-    if (!ack || r <= PP_ACK_LEN)
-        return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : r;
-    if ((size_t)r > PP_ACK_LEN + 1)
-        return r - PP_ACK_LEN; /* both, coalesced */
+    if (r < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    if (ack && (size_t)r == len + PP_ACK_LEN)
+        return (ssize_t)len;
+    if (ack && r == PP_ACK_LEN)
+        return 0;
     return r;
 }
 
 /* Child side: echo every message until the stop byte or end_ns. */
-static void pong_loop(int fd, uint64_t end_ns, bool ack)
+static void pong_loop(int fd, uint64_t end_ns, size_t len, bool ack)
 {
     char buf[PP_BUF];
     for (unsigned spins = 0;; spins++) {
-        ssize_t r = pp_recv(fd, buf, sizeof(buf), ack);
-        if (r > (ack ? PP_ACK_LEN : 0)) {
+        ssize_t r = pp_recv(fd, buf, sizeof(buf), len, ack);
+        if (r > 0) {
             if ((unsigned char)buf[0] == PP_STOP)
                 return;
             (void)pp_send(fd, buf, (size_t)r, ack);
             continue;
         }
-        if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-            errno != ECONNREFUSED)
+        if (r < 0 && errno != EINTR && errno != ECONNREFUSED)
             return;
         if (spins % POLL_CLOCK_EVERY == 0 && now_ns() >= end_ns)
             return;
@@ -456,7 +458,7 @@ static uint64_t ping_once(int fd, char *buf, size_t len, uint32_t seq, bool ack)
     if (pp_send(fd, buf, len, ack) != (ssize_t)len)
         return 0;
     for (;;) {
-        ssize_t r = pp_recv(fd, in, sizeof(in), ack);
+        ssize_t r = pp_recv(fd, in, sizeof(in), len, ack);
         uint64_t t1 = now_ns();
         if (r == (ssize_t)len && memcmp(in + 1, &seq, sizeof(seq)) == 0)
             return t1 - t0 ? t1 - t0 : 1;
@@ -501,7 +503,7 @@ static int run_pingpong(const struct opts *o)
     }
     if (pid == 0) {
         close(fds[0]);
-        pong_loop(fds[1], end + (uint64_t)CHILD_GRACE_S * 1000000000ull, o->ack);
+        pong_loop(fds[1], end + (uint64_t)CHILD_GRACE_S * 1000000000ull, len, o->ack);
         _exit(0);
     }
     close(fds[1]);
