@@ -356,7 +356,10 @@ report=$tmp/report
   row "ib_write_bw 64 B message rate, 1 QP" sr_write_bw_64_mpps Mpps
   row "ib_write_bw 64 B message rate, -q 4" sr_write_bw_64_q4_mpps Mpps
   for op in write send read; do
-    for s in 2 4096; do row "ib_${op}_lat ${label[$s]} (typical)" "sr_${op}_lat_$s" us; done
+    for s in 2 4096; do
+      row "ib_${op}_lat ${label[$s]} (typical)" "sr_${op}_lat_$s" us
+      row "  99th percentile" "sr_${op}_lat_${s}_p99" us
+    done
   done
   echo "   (ib_write_lat/ib_send_lat report half the round trip, ib_read_lat the whole READ)"
   echo "-- UCX over TCP on lo (ucx_perftest, UCX_TLS=tcp)"
