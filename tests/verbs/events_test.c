@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { POLL_NAP_MS = 400 }; /* poll_naps: how long the application polls */
@@ -519,15 +520,18 @@ struct sleeper_setup {
     struct vt_remote_mr r; /* the peer's buffer */
 };
 
-static void sleeper_open(int fd, struct sleeper_setup *s, const char *env, const char *val)
+/* depth: CQ entries and send queue depth */
+static void sleeper_open_depth(int fd, struct sleeper_setup *s, const char *env, const char *val,
+                               int depth)
 {
     VT_REQUIRE(setenv(env, val, 1) == 0); /* read at device open */
     vt_dev_open(&s->d);
     vt_buf_alloc(&s->d, &s->l, 4096, VT_ACCESS_ALL);
     VT_REQUIRE((s->ch = ibv_create_comp_channel(s->d.ctx)) != NULL);
-    VT_REQUIRE((s->cq = ibv_create_cq(s->d.ctx, 64, NULL, s->ch, 0)) != NULL);
+    VT_REQUIRE((s->cq = ibv_create_cq(s->d.ctx, depth, NULL, s->ch, 0)) != NULL);
     struct vt_qp_caps caps;
     vt_caps_default(&caps);
+    caps.max_send_wr = (uint32_t)depth;
     vt_qp_create(&s->d, &s->q, &caps, s->cq, s->cq, NULL);
     struct vt_qp_info mine, theirs;
     vt_qp_info(&s->d, &s->q, &mine);
@@ -544,6 +548,11 @@ static void sleeper_open(int fd, struct sleeper_setup *s, const char *env, const
     vt_send(fd, &r, sizeof(r));
     vt_recv(fd, &s->r, sizeof(s->r), VT_OOB_MS);
     vt_sync(fd);
+}
+
+static void sleeper_open(int fd, struct sleeper_setup *s, const char *env, const char *val)
+{
+    sleeper_open_depth(fd, s, env, val, 64);
 }
 
 static void sleeper_close(int fd, struct sleeper_setup *s)
@@ -757,6 +766,79 @@ static void case_poll_naps(int fd, const void *arg)
     vt_dev_close(&d);
 }
 
+/* A thread that keeps polling a CQ that never runs dry runs no inline
+ * pass, and leaves the NIC thread napping through one hand-off after
+ * another: the NIC thread takes a pass itself once no inline pass ran for
+ * 4 x SOFTRDMA_HANDOFF_US, however long the hand-off has grown. */
+enum { BUSY_WRITES = 400, BUSY_GAP_US = 100, BUSY_FLAG_OFF = 1024 };
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void case_busy_poller(int fd, const void *arg)
+{
+    (void)arg;
+    struct sleeper_setup s;
+    sleeper_open_depth(fd, &s, "SOFTRDMA_HANDOFF_US", "1000", 2 * BUSY_WRITES);
+    struct ibv_cq *idle = ibv_create_cq(s.d.ctx, 4, NULL, NULL, 0);
+    VT_REQUIRE(idle);
+    volatile uint8_t *flag = s.l.p + BUSY_FLAG_OFF;
+    for (int i = 0; i < BUSY_WRITES; i++)
+        post_write(&s.q, &s.l, &s.r, (uint64_t)i, 8);
+    usleep(100 * 1000); /* their completions pile up in the CQ */
+    struct ibv_wc wc;
+    VT_EQ(ibv_poll_cq(idle, 1, &wc), 0); /* an inline pass, the last one */
+    vt_send(fd, "g", 1);                 /* the peer WRITEs the flag now */
+    uint64_t start = vt_now_ms(), seen = 0;
+    int got = 0, dry = 0;
+    while (got < BUSY_WRITES && !seen) {
+        int n = ibv_poll_cq(s.cq, 1, &wc);
+        VT_REQUIRE(n >= 0);
+        if (n && VT_EQ(wc.status, IBV_WC_SUCCESS))
+            got++;
+        dry += n == 0;
+        uint64_t until = now_us() + BUSY_GAP_US;
+        while (now_us() < until && !seen)
+            if (*flag)
+                seen = vt_now_ms() - start;
+    }
+    vt_note("the flag landed after %llu ms, %d completions polled, %d dry polls",
+            (unsigned long long)seen, got, dry);
+    VT_EQ(dry, 0); /* the CQ never ran dry: no inline pass placed it */
+    /* 4 ms and a pass; without the bound, only after the CQ runs dry
+     * (BUSY_WRITES x BUSY_GAP_US = 40 ms) */
+    VT_CHECKF(seen > 0 && seen < 25,
+              "the peer's WRITE landed after %llu ms (0: not within %d polls)",
+              (unsigned long long)seen, got);
+    while (got < BUSY_WRITES && vt_now_ms() - start < VT_POLL_MS) {
+        int n = ibv_poll_cq(s.cq, 1, &wc);
+        if (n > 0 && VT_EQ(wc.status, IBV_WC_SUCCESS))
+            got++;
+    }
+    VT_EQ(got, BUSY_WRITES);
+    VT_EQ(ibv_destroy_cq(idle), 0);
+    sleeper_close(fd, &s);
+}
+
+static void case_flag_writer(int fd, const void *arg)
+{
+    (void)arg;
+    struct sleeper_setup s;
+    sleeper_open(fd, &s, "SOFTRDMA_HANDOFF_US", "1000");
+    char go;
+    vt_recv(fd, &go, 1, VT_OOB_MS);
+    s.l.p[0] = 1;
+    struct vt_remote_mr r = s.r;
+    r.addr += BUSY_FLAG_OFF;
+    post_write(&s.q, &s.l, &r, 1, 1);
+    vt_expect_wc(s.cq, 1, IBV_WC_SUCCESS, NULL);
+    sleeper_close(fd, &s);
+}
+
 static const struct vt_case cases[] = {
     {"cq_overflow", case_cq_overflow, NULL, NULL},
     {"comp_channel", case_comp_channel, NULL, NULL},
@@ -768,6 +850,7 @@ static const struct vt_case cases[] = {
     {"poller_acks", case_sleeper_writer, case_sleeper, "poll"},
     {"poll_then_spin", case_spin_writer, case_spinner, NULL},
     {"poll_naps", case_poll_naps, NULL, NULL},
+    {"busy_poller", case_busy_poller, case_flag_writer, NULL},
 };
 
 int main(int argc, char **argv)
