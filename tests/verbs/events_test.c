@@ -55,6 +55,26 @@ static void post_write(struct vt_qp *q, struct vt_buf *l, const struct vt_remote
     VT_EQ(ibv_post_send(q->qp, &wr, &bad), 0);
 }
 
+/* What most cases start with: the device, a 4 KiB buffer, the agent's
+ * buffer in *r. */
+static void agent_open(int fd, struct vt_dev *d, struct vt_buf *l, struct vt_remote_mr *r)
+{
+    vt_dev_open(d);
+    vt_buf_alloc(d, l, 4096, VT_ACCESS_ALL);
+    vt_agent_hello(fd, r);
+}
+
+/* An RC QP with the default caps on scq/rcq, paired with the agent's QP
+ * number agent_qp. */
+static void agent_qp(int fd, struct vt_dev *d, struct vt_qp *q, struct ibv_cq *scq,
+                     struct ibv_cq *rcq, int agent_qp)
+{
+    struct vt_qp_caps caps;
+    vt_caps_default(&caps);
+    vt_qp_create(d, q, &caps, scq, rcq, NULL);
+    vt_agent_pair(fd, d, q, agent_qp, NULL, NULL, NULL, NULL);
+}
+
 /* ---- CQ overflow -> IBV_EVENT_CQ_ERR ---- */
 static void case_cq_overflow(int fd, const void *arg)
 {
@@ -62,9 +82,7 @@ static void case_cq_overflow(int fd, const void *arg)
     struct vt_dev d;
     struct vt_buf l;
     struct vt_remote_mr r;
-    vt_dev_open(&d);
-    vt_buf_alloc(&d, &l, 4096, VT_ACCESS_ALL);
-    vt_agent_hello(fd, &r);
+    agent_open(fd, &d, &l, &r);
     set_nonblock(d.ctx->async_fd);
     struct ibv_async_event ev;
     /* nothing pending yet, and a non-blocking fd does not block */
@@ -74,10 +92,7 @@ static void case_cq_overflow(int fd, const void *arg)
     VT_REQUIRE(scq);
     VT_CHECKF(scq->cqe >= 2, "cqe %d", scq->cqe);
     struct vt_qp q;
-    struct vt_qp_caps caps;
-    vt_caps_default(&caps);
-    vt_qp_create(&d, &q, &caps, scq, NULL, NULL);
-    vt_agent_pair(fd, &d, &q, 0, NULL, NULL, NULL, NULL);
+    agent_qp(fd, &d, &q, scq, NULL, 0);
 
     /* two more completions than the CQ holds, none polled */
     int n = scq->cqe + 2;
@@ -119,9 +134,7 @@ static void case_comp_channel(int fd, const void *arg)
     struct vt_dev d;
     struct vt_buf l;
     struct vt_remote_mr r;
-    vt_dev_open(&d);
-    vt_buf_alloc(&d, &l, 4096, VT_ACCESS_ALL);
-    vt_agent_hello(fd, &r);
+    agent_open(fd, &d, &l, &r);
     struct ibv_comp_channel *ch = ibv_create_comp_channel(d.ctx);
     VT_REQUIRE(ch);
     static int cookie;
@@ -130,10 +143,7 @@ static void case_comp_channel(int fd, const void *arg)
     VT_CHECK(scq->channel == ch);
     VT_CHECK(scq->cq_context == &cookie);
     struct vt_qp q;
-    struct vt_qp_caps caps;
-    vt_caps_default(&caps);
-    vt_qp_create(&d, &q, &caps, scq, NULL, NULL);
-    vt_agent_pair(fd, &d, &q, 0, NULL, NULL, NULL, NULL);
+    agent_qp(fd, &d, &q, scq, NULL, 0);
 
     /* armed: the completion raises an event naming the CQ and its context */
     VT_EQ(ibv_req_notify_cq(scq, 0), 0);
@@ -176,18 +186,13 @@ static void case_solicited(int fd, const void *arg)
     struct vt_dev d;
     struct vt_buf l;
     struct vt_remote_mr r;
-    vt_dev_open(&d);
-    vt_buf_alloc(&d, &l, 4096, VT_ACCESS_ALL);
-    vt_agent_hello(fd, &r);
+    agent_open(fd, &d, &l, &r);
     struct ibv_comp_channel *ch = ibv_create_comp_channel(d.ctx);
     VT_REQUIRE(ch);
     struct ibv_cq *rcq = ibv_create_cq(d.ctx, 16, NULL, ch, 0);
     VT_REQUIRE(rcq);
     struct vt_qp q;
-    struct vt_qp_caps caps;
-    vt_caps_default(&caps);
-    vt_qp_create(&d, &q, &caps, NULL, rcq, NULL);
-    vt_agent_pair(fd, &d, &q, 0, NULL, NULL, NULL, NULL);
+    agent_qp(fd, &d, &q, NULL, rcq, 0);
     for (int i = 0; i < 8; i++) {
         struct ibv_sge sge = {
             .addr = (uintptr_t)(l.p + 256 * i), .length = 256, .lkey = l.mr->lkey};
@@ -421,9 +426,7 @@ static void case_stale_cq_event(int fd, const void *arg)
     struct vt_dev d;
     struct vt_buf l;
     struct vt_remote_mr r;
-    vt_dev_open(&d);
-    vt_buf_alloc(&d, &l, 4096, VT_ACCESS_ALL);
-    vt_agent_hello(fd, &r);
+    agent_open(fd, &d, &l, &r);
     struct ibv_comp_channel *ch = ibv_create_comp_channel(d.ctx);
     VT_REQUIRE(ch);
     struct vt_qp_caps caps;
@@ -731,16 +734,11 @@ static void case_poll_naps(int fd, const void *arg)
     struct vt_dev d;
     struct vt_buf l;
     struct vt_remote_mr r;
-    vt_dev_open(&d);
-    vt_buf_alloc(&d, &l, 4096, VT_ACCESS_ALL);
-    vt_agent_hello(fd, &r);
+    agent_open(fd, &d, &l, &r);
     struct ibv_cq *cq = ibv_create_cq(d.ctx, 16, NULL, NULL, 0);
     VT_REQUIRE(cq);
     struct vt_qp q;
-    struct vt_qp_caps caps;
-    vt_caps_default(&caps);
-    vt_qp_create(&d, &q, &caps, cq, NULL, NULL);
-    vt_agent_pair(fd, &d, &q, 0, NULL, NULL, NULL, NULL);
+    agent_qp(fd, &d, &q, cq, NULL, 0);
     struct ibv_wc wc;
     VT_EQ(ibv_poll_cq(cq, 1, &wc), 0); /* the hand-off starts */
     /* the WRITE's timer wakes the NIC thread, which finds the hand-off */
