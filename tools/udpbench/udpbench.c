@@ -475,11 +475,16 @@ static int run_pingpong(const struct opts *o)
     if (o->ack && len <= PP_ACK_LEN)
         len = PP_ACK_LEN + 1; /* the message is the GSO segment size: the longer one */
     int fds[2];
-    int one = 1;
-    if (open_pair(o->addr, fds) ||
-        (o->ack && (setsockopt(fds[0], SOL_UDP, UDP_GRO, &one, sizeof(one)) ||
-                    setsockopt(fds[1], SOL_UDP, UDP_GRO, &one, sizeof(one))))) {
+    if (open_pair(o->addr, fds)) {
         fprintf(stderr, "udpbench: sockets: %s\n", strerror(errno));
+        return -1;
+    }
+    int one = 1;
+    if (o->ack && (setsockopt(fds[0], SOL_UDP, UDP_GRO, &one, sizeof(one)) ||
+                   setsockopt(fds[1], SOL_UDP, UDP_GRO, &one, sizeof(one)))) {
+        fprintf(stderr, "udpbench: UDP_GRO: %s\n", strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
         return -1;
     }
     uint64_t *samples = calloc((size_t)o->iters, sizeof(*samples));
