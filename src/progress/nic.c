@@ -85,7 +85,6 @@ struct sr_nic {
     /* An application thread is about to sleep (sr_nic_app_blocks) and has
      * not polled since: it posts nothing until a completion wakes it. */
     atomic_bool app_asleep;
-    uint64_t rx_bytes;             /* received so far (under lock) */
     struct sr_engine_ops user_ops; /* the layer above's cq/async callbacks */
     void *user_ctx;
 };
@@ -147,7 +146,6 @@ static void nic_async_event(void *ctx, enum sr_event_type type, void *obj)
 static void nic_rx(void *arg, const uint8_t *pkt, size_t len, const uint8_t *src_gid)
 {
     struct sr_nic *nic = arg;
-    nic->rx_bytes += len;
     sr_engine_rx(nic->eng, pkt, len, src_gid, nic->now);
 }
 
@@ -197,17 +195,23 @@ void sr_nic_app_blocks(struct sr_nic *nic)
         nic_wake(nic);
 }
 
+/* Sends the ACKs held since held_since or earlier (under lock). */
+static void nic_release_acks(struct sr_nic *nic, uint64_t held_since)
+{
+    if (sr_engine_release_acks(nic->eng, held_since))
+        sr_udp_flush(nic->udp);
+}
+
 void sr_nic_app_sleeps(struct sr_nic *nic)
 {
-    if (sr_engine_release_acks(nic->eng, UINT64_MAX))
-        sr_udp_flush(nic->udp);
+    nic_release_acks(nic, UINT64_MAX);
     sr_nic_app_blocks(nic);
 }
 
 void sr_nic_app_idle(struct sr_nic *nic)
 {
-    if (nic->now > IDLE_ACK_NS && sr_engine_release_acks(nic->eng, nic->now - IDLE_ACK_NS))
-        sr_udp_flush(nic->udp);
+    if (nic->now > IDLE_ACK_NS)
+        nic_release_acks(nic, nic->now - IDLE_ACK_NS);
 }
 
 /* Until when the hand-off lets the thread stay off the socket; 0 when
@@ -288,9 +292,11 @@ static void *nic_thread(void *arg)
         sr_engine_hold_acks(nic->eng,
                             app_seen && start - app_seen < APP_REPLY_NS &&
                                 !atomic_load_explicit(&nic->app_asleep, memory_order_relaxed));
-        uint64_t bytes = nic->rx_bytes;
+        struct sr_udp_stats before, after;
+        sr_udp_stats(nic->udp, &before);
         int n = nic_pass(nic);
-        bytes = nic->rx_bytes - bytes;
+        sr_udp_stats(nic->udp, &after);
+        uint64_t bytes = after.rx_bytes - before.rx_bytes;
         if (expired && n > 0) /* they waited for the hand-off to run out */
             nic->handoff_cur_ns = SR_MAX(SR_MIN(HANDOFF_MIN_NS, nic->handoff_ns),
                                          SR_MIN(nic->handoff_ns, nic->handoff_cur_ns) / 2);
@@ -312,8 +318,8 @@ static void *nic_thread(void *arg)
         }
         bool spin = now - last_busy < nic->spin_ns && now - app_seen > nic->app_idle_ns;
         bool nap = spin && slack && bytes >= BULK_BYTES;
-        if (nap && sr_engine_release_acks(nic->eng, UINT64_MAX))
-            sr_udp_flush(nic->udp); /* the nap holds back no ACK */
+        if (nap)
+            nic_release_acks(nic, UINT64_MAX); /* the nap holds back no ACK */
         if (!spin)
             atomic_store(&nic->sleep_until, deadline == UINT64_MAX ? UINT64_MAX : deadline);
         pthread_mutex_unlock(&nic->lock);
