@@ -1,5 +1,5 @@
-/* nic.c: the per-device progress thread around the engine and the UDP
- * driver. */
+/* nic.c: the per-device progress thread around the engine, the UDP
+ * driver and the shared-memory driver. */
 #include "sr_nic.h"
 #include "sr_util.h"
 
@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/eventfd.h>
@@ -43,6 +44,7 @@ struct sr_nic {
     pthread_mutex_t lock;
     struct sr_engine *eng;
     struct sr_udp *udp;
+    struct sr_shm *shm; /* NULL: UDP only */
     pthread_t thread;
     int epfd, evfd;
     atomic_bool stop;
@@ -120,6 +122,11 @@ static void nic_wake_clear(struct sr_nic *nic)
 static int nic_tx(void *ctx, const struct sr_tx_pkt *pkt)
 {
     struct sr_nic *nic = ctx;
+    if (nic->shm) {
+        int r = sr_shm_send(nic->shm, pkt); /* copies: pkt->flush holds */
+        if (r != SR_SHM_REMOTE)
+            return r;
+    }
     return sr_udp_queue(nic->udp, pkt); /* honours pkt->flush */
 }
 
@@ -156,10 +163,11 @@ static int nic_pass(struct sr_nic *nic)
     for (;;) {
         nic->now = sr_nic_now();
         int n = sr_udp_recv(nic->udp, nic_rx, nic, RX_BATCH);
-        if (n <= 0)
-            break;
-        total += n;
-        if (n < RX_BATCH)
+        int m = nic->shm ? sr_shm_recv(nic->shm, nic_rx, nic, RX_BATCH) : 0;
+        if (n > 0)
+            total += n;
+        total += m;
+        if (n < RX_BATCH && m < RX_BATCH)
             break;
     }
     uint64_t now = total ? sr_nic_now() : nic->now;
@@ -266,6 +274,20 @@ void sr_nic_kick(struct sr_nic *nic)
         nic_wake(nic);
 }
 
+/* Bytes received so far, through either driver. */
+static uint64_t nic_rx_bytes(struct sr_nic *nic)
+{
+    struct sr_udp_stats u;
+    sr_udp_stats(nic->udp, &u);
+    uint64_t b = u.rx_bytes;
+    if (nic->shm) {
+        struct sr_shm_stats m;
+        sr_shm_stats(nic->shm, &m);
+        b += m.rx_bytes;
+    }
+    return b;
+}
+
 static void *nic_thread(void *arg)
 {
     struct sr_nic *nic = arg;
@@ -292,11 +314,9 @@ static void *nic_thread(void *arg)
         sr_engine_hold_acks(nic->eng,
                             app_seen && start - app_seen < APP_REPLY_NS &&
                                 !atomic_load_explicit(&nic->app_asleep, memory_order_relaxed));
-        struct sr_udp_stats before, after;
-        sr_udp_stats(nic->udp, &before);
+        uint64_t before = nic_rx_bytes(nic);
         int n = nic_pass(nic);
-        sr_udp_stats(nic->udp, &after);
-        uint64_t bytes = after.rx_bytes - before.rx_bytes;
+        uint64_t bytes = nic_rx_bytes(nic) - before;
         if (expired && n > 0) /* they waited for the hand-off to run out */
             nic->handoff_cur_ns = SR_MAX(SR_MIN(HANDOFF_MIN_NS, nic->handoff_ns),
                                          SR_MIN(nic->handoff_ns, nic->handoff_cur_ns) / 2);
@@ -320,6 +340,8 @@ static void *nic_thread(void *arg)
         bool nap = spin && slack && bytes >= BULK_BYTES;
         if (nap)
             nic_release_acks(nic, UINT64_MAX); /* the nap holds back no ACK */
+        if (!spin && nic->shm && !sr_shm_sleep(nic->shm))
+            spin = true; /* a peer wrote meanwhile */
         if (!spin)
             atomic_store(&nic->sleep_until, deadline == UINT64_MAX ? UINT64_MAX : deadline);
         pthread_mutex_unlock(&nic->lock);
@@ -330,18 +352,23 @@ static void *nic_thread(void *arg)
         }
         if (spin)
             continue;
-        /* Block until a packet, a kick, or the next deadline. */
-        struct epoll_event ev[2];
+        /* Block until a packet, a doorbell, a kick, or the next deadline. */
         struct timespec ts, *tsp = NULL;
         if (deadline != UINT64_MAX) {
             ts = ts_of_ns(deadline > now ? deadline - now : 0);
             tsp = &ts;
         }
-        int k = epoll_pwait2(nic->epfd, ev, 2, tsp, NULL);
+        struct epoll_event ev[3];
+        int k = epoll_pwait2(nic->epfd, ev, 3, tsp, NULL);
         atomic_store(&nic->sleep_until, 0);
-        for (int i = 0; i < k; i++)
+        bool rang = false;
+        for (int i = 0; i < k; i++) {
             if (ev[i].data.fd == nic->evfd)
                 nic_wake_clear(nic);
+            rang |= nic->shm && ev[i].data.fd == sr_shm_fd(nic->shm);
+        }
+        if (nic->shm)
+            sr_shm_wake(nic->shm, rang);
     }
     return NULL;
 }
@@ -371,6 +398,12 @@ int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out)
     err = sr_engine_create(&ec, &nic->eng);
     if (err)
         goto err_udp;
+    if (!cfg->no_shm) {
+        struct sr_shm_cfg sc = {.port = sr_udp_port(nic->udp), .dir = cfg->shm_dir};
+        memcpy(sc.gid, ec.gid, 16);
+        if (sr_shm_open(&sc, &nic->shm)) /* no /dev/shm: UDP alone */
+            nic->shm = NULL;
+    }
     err = SR_ERR_NOMEM;
     nic->epfd = epoll_create1(EPOLL_CLOEXEC);
     nic->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -382,6 +415,11 @@ int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out)
     ev.data.fd = nic->evfd;
     if (epoll_ctl(nic->epfd, EPOLL_CTL_ADD, nic->evfd, &ev))
         goto err_engine;
+    if (nic->shm) {
+        ev.data.fd = sr_shm_fd(nic->shm);
+        if (epoll_ctl(nic->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev))
+            goto err_engine;
+    }
     if (pthread_create(&nic->thread, NULL, nic_thread, nic))
         goto err_engine;
     *out = nic;
@@ -392,6 +430,7 @@ err_engine:
         close(nic->epfd);
     if (nic->evfd >= 0)
         close(nic->evfd);
+    sr_shm_close(nic->shm);
     sr_engine_destroy(nic->eng);
 err_udp:
     sr_udp_close(nic->udp);
@@ -411,6 +450,7 @@ void sr_nic_close(struct sr_nic *nic)
     close(nic->epfd);
     close(nic->evfd);
     sr_engine_destroy(nic->eng);
+    sr_shm_close(nic->shm);
     sr_udp_close(nic->udp);
     pthread_mutex_destroy(&nic->lock);
     free(nic);
@@ -439,4 +479,19 @@ void sr_nic_unlock(struct sr_nic *nic)
 void sr_nic_udp_stats(struct sr_nic *nic, struct sr_udp_stats *out)
 {
     sr_udp_stats(nic->udp, out);
+}
+void sr_nic_exiting(struct sr_nic *nic)
+{
+    if (nic->shm)
+        sr_shm_unlink(nic->shm);
+}
+
+bool sr_nic_shm_stats(struct sr_nic *nic, struct sr_shm_stats *out)
+{
+    if (!nic->shm) {
+        memset(out, 0, sizeof(*out));
+        return false;
+    }
+    sr_shm_stats(nic->shm, out);
+    return true;
 }

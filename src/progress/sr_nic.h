@@ -1,5 +1,7 @@
 /* sr_nic.h: the progress layer: one soft NIC = an engine, the UDP driver
- * bound to the device address, a lock, and a thread that is the NIC
+ * bound to the device address, the shared-memory driver for peers on this
+ * host (packets to an address with a mailbox here go through it, all
+ * others through UDP; both are received), a lock, and a thread that is the NIC
  * (receives, runs the responder, fires deadlines, transmits). The thread
  * blocks in epoll when there is nothing to do; the application thread can
  * also drive progress inline (sr_nic_progress) for latency.
@@ -10,6 +12,7 @@
 #define SR_NIC_H
 
 #include "sr_engine.h"
+#include "sr_shm.h"
 #include "sr_udp.h"
 
 struct sr_nic;
@@ -25,6 +28,10 @@ struct sr_nic_cfg {
      * thread leaves the socket to it for this long (no wake-up per packet).
      * 0: the NIC thread always listens. */
     uint64_t handoff_ns;
+    /* No shared-memory driver: every packet goes through UDP (and its
+     * fault injection). */
+    bool no_shm;
+    const char *shm_dir; /* mailboxes' directory; NULL: /dev/shm */
 };
 
 int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out);
@@ -61,5 +68,11 @@ void sr_nic_app_idle(struct sr_nic *nic);
  * leave the socket to it for a while (the hand-off). */
 void sr_nic_app_polls(struct sr_nic *nic, bool after_pass);
 void sr_nic_udp_stats(struct sr_nic *nic, struct sr_udp_stats *out);
+/* The process exits with the device open: peers stop using its
+ * shared-memory mailbox, whose names go (sr_shm_unlink). No lock needed;
+ * once. */
+void sr_nic_exiting(struct sr_nic *nic);
+/* False (and *out zeroed) when the device has no shared-memory driver. */
+bool sr_nic_shm_stats(struct sr_nic *nic, struct sr_shm_stats *out);
 
 #endif

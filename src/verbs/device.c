@@ -10,6 +10,7 @@
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -127,6 +128,10 @@ static void parse_config(struct sv_config *c)
     c->handoff_us = env_us("SOFTRDMA_HANDOFF_US", 1000, 1000000);
     const char *g = getenv("SOFTRDMA_GSO");
     c->no_gso = g && strcmp(g, "0") == 0;
+    /* Injected faults live in the UDP driver: with them, everything goes
+     * through it. */
+    const char *sh = getenv("SOFTRDMA_SHM");
+    c->no_shm = (sh && strcmp(sh, "0") == 0) || c->fault.on;
     const char *m = getenv("SOFTRDMA_MTU");
     bool mtu_set = false;
     if (m && *m) {
@@ -149,6 +154,7 @@ static void parse_config(struct sv_config *c)
 /* ---- the device ---- */
 static struct sv_device sv_dev;
 static pthread_once_t sv_once = PTHREAD_ONCE_INIT;
+static atomic_bool sv_dev_ready;
 
 static void device_init(void)
 {
@@ -165,6 +171,7 @@ static void device_init(void)
      * address is only claimed when the device is opened). */
     uint64_t g = 0x02535200000000ull | ((uint64_t)getpid() & 0xffffffu);
     d->guid = __builtin_bswap64(g);
+    atomic_store(&sv_dev_ready, true);
 }
 
 struct sv_device *sv_device_get(void)
@@ -185,6 +192,7 @@ int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_n
         cfg.udp.auto_seed = (uint32_t)getpid();
         cfg.udp.fault = dev->cfg.fault;
         cfg.udp.no_gso = dev->cfg.no_gso;
+        cfg.no_shm = dev->cfg.no_shm;
         cfg.spin_ns = (uint64_t)dev->cfg.spin_us * 1000;
         cfg.engine.ack_delay_ns = (uint64_t)dev->cfg.ack_delay_us * 1000;
         cfg.handoff_ns = (uint64_t)dev->cfg.handoff_us * 1000;
@@ -213,9 +221,11 @@ static void print_stats(struct sv_device *dev)
 {
     struct sr_engine_stats e;
     struct sr_udp_stats u;
+    struct sr_shm_stats m;
     sr_nic_lock(dev->nic);
     sr_engine_stats(sr_nic_engine(dev->nic), &e);
     sr_nic_udp_stats(dev->nic, &u);
+    sr_nic_shm_stats(dev->nic, &m);
     sr_nic_unlock(dev->nic);
     fprintf(stderr,
             "softrdma: stats tx_pkts=%llu rx_pkts=%llu retransmits=%llu timeouts=%llu "
@@ -224,7 +234,8 @@ static void print_stats(struct sv_device *dev)
             "malformed=%llu short_drops=%llu long_drops=%llu no_qp=%llu bad_peer=%llu "
             "qkey_drops=%llu other_drops=%llu seq_naks_sent=%llu rnr_naks_sent=%llu "
             "err_naks_sent=%llu err_naks_rcvd=%llu udp_rx_pkts=%llu udp_tx_drops=%llu "
-            "udp_tx_pkts=%llu gso_sends=%llu gro_batches=%llu\n",
+            "udp_tx_pkts=%llu gso_sends=%llu gro_batches=%llu shm_tx_pkts=%llu "
+            "shm_rx_pkts=%llu shm_tx_drops=%llu shm_bells=%llu shm_bad=%llu shm_peers=%u\n",
             (unsigned long long)e.tx_pkts, (unsigned long long)e.rx_pkts,
             (unsigned long long)e.retransmits, (unsigned long long)e.timeouts,
             (unsigned long long)e.seq_naks_rcvd, (unsigned long long)e.rnr_naks_rcvd,
@@ -239,7 +250,23 @@ static void print_stats(struct sv_device *dev)
             (unsigned long long)e.err_naks_sent, (unsigned long long)e.err_naks_rcvd,
             (unsigned long long)u.rx_pkts, (unsigned long long)u.tx_drops,
             (unsigned long long)u.tx_pkts, (unsigned long long)u.tx_gso_sends,
-            (unsigned long long)u.rx_gro_bufs);
+            (unsigned long long)u.rx_gro_bufs, (unsigned long long)m.tx_pkts,
+            (unsigned long long)m.rx_pkts, (unsigned long long)m.tx_drops,
+            (unsigned long long)m.tx_bells, (unsigned long long)m.rx_bad, m.peers);
+}
+
+/* Most verbs programs exit with the device open: its mailbox must not
+ * stay behind (peers would keep writing into it, and the rings they
+ * reserved would stay allocated). Only the names go; nothing is torn down
+ * under threads that may still run. */
+__attribute__((destructor)) static void device_fini(void)
+{
+    struct sv_device *d = &sv_dev;
+    if (!atomic_load(&sv_dev_ready) || pthread_mutex_trylock(&d->lock))
+        return;
+    if (d->nic)
+        sr_nic_exiting(d->nic);
+    pthread_mutex_unlock(&d->lock);
 }
 
 void sv_device_nic_put(struct sv_device *dev)

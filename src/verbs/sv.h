@@ -25,6 +25,7 @@ struct sv_config {
     uint32_t spin_us;          /* SOFTRDMA_SPIN_US: NIC thread's busy-poll window */
     uint32_t ack_delay_us;     /* SOFTRDMA_ACK_DELAY_US: how long an ACK may wait for a reply */
     uint32_t handoff_us; /* SOFTRDMA_HANDOFF_US: NIC thread off the socket after inline polls */
+    bool no_shm;         /* SOFTRDMA_SHM=0, or SOFTRDMA_FAULT set: UDP to same-host peers too */
 };
 
 /* The device: one per process (the verbs API's device list is process

@@ -192,6 +192,7 @@ def run_capture(libdir, port, pcap, ts_log):
         env = dict(os.environ, LD_LIBRARY_PATH=libdir)
         env.pop("SOFTRDMA_ADDR", None)  # the default: auto-claimed 127.x.y.z
         env["SOFTRDMA_GSO"] = "0"       # one datagram per packet on lo (see above)
+        env["SOFTRDMA_SHM"] = "0"       # same host: would bypass the wire otherwise
         cmd = ["timeout", str(PP_TIMEOUT), "ibv_rc_pingpong", "-p", str(port)] + PP_ARGS
         srv = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)

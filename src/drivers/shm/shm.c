@@ -1,0 +1,603 @@
+/* shm.c: the shared-memory driver (see sr_shm.h).
+ *
+ * Mailbox file: a header (identity, the receiver's sleeping flag, the mask
+ * of slots it must look at, the slot table), then per slot one page of
+ * ring control (producer's head, consumer's tail, each on its own cache
+ * line) and SR_SHM_RING bytes of ring. Head and tail count bytes since the
+ * slot was claimed. A record is a 64-byte aligned {u32 len, u32 zero,
+ * packet}; a record that would run past the end of the ring is preceded
+ * by a wrap mark (len = SHM_WRAP) and starts at the ring's beginning.
+ *
+ * Slot life: FREE -> CLAIMED (a sender's CAS) -> LIVE (ring reset, space
+ * reserved, mask bit set) -> CLOSED (the sender is done) -> FREE (the
+ * receiver, once the ring is drained, clears the mask bit first). Only the
+ * receiver frees, so a sender never claims a ring the receiver still reads.
+ *
+ * Wake-up (Dekker): the receiver stores sleeping = 1, then looks at every
+ * ring; a sender publishes its head, then loads sleeping. With sequentially
+ * consistent accesses one of the two sees the other: the receiver finds
+ * the packet, or the sender rings. */
+#include "sr_shm.h"
+#include "sr_util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define SHM_MAGIC   0x53524d42u /* "SRMB" */
+#define SHM_VERSION 1u
+#define SHM_WRAP    UINT32_MAX
+
+enum {
+    SHM_HDR_BYTES = 8192,
+    SHM_CTL_BYTES = 4096,
+    SHM_SLOT_BYTES = SHM_CTL_BYTES + SR_SHM_RING,
+    SHM_REC_HDR = 8,
+    SHM_ALIGN = 64,
+    SHM_SWEEP_EVERY = 64, /* sleeps between looks for dead senders */
+};
+
+enum { SLOT_FREE, SLOT_CLAIMED, SLOT_LIVE, SLOT_CLOSED };
+
+struct shm_slot {
+    _Atomic uint32_t state;
+    uint32_t pid; /* the sender's process, for the dead-sender sweep */
+    uint8_t gid[16];
+    uint8_t pad[40];
+};
+
+struct shm_hdr {
+    uint32_t magic, version, slots, ring_bytes;
+    uint32_t pid;            /* the receiver's process */
+    _Atomic uint32_t closed; /* the receiver closed the device */
+    uint64_t pidns;          /* and its pid namespace (for the stale-file sweep) */
+    alignas(64) _Atomic uint32_t sleeping;
+    alignas(64) _Atomic uint64_t active;
+    alignas(64) struct shm_slot slot[SR_SHM_SLOTS];
+};
+_Static_assert(sizeof(struct shm_slot) == 64, "slot is a cache line");
+_Static_assert(sizeof(struct shm_hdr) <= SHM_HDR_BYTES, "header fits");
+_Static_assert(SR_SHM_SLOTS <= 64, "slots fit the active mask");
+
+struct shm_ctl {
+    alignas(64) _Atomic uint64_t head;
+    alignas(64) _Atomic uint64_t tail;
+};
+
+enum peer_kind { PEER_REMOTE, PEER_SHM };
+
+struct shm_peer {
+    uint8_t gid[16];
+    enum peer_kind kind;
+    struct shm_hdr *hdr; /* the peer's mailbox header */
+    uint8_t *ring;       /* our slot: control page, then the ring */
+    unsigned slot;
+    uint64_t head, tail_seen;
+    struct sockaddr_un bell;
+};
+
+struct sr_shm {
+    uint8_t gid[16];
+    uint16_t port;
+    char dir[64];
+    char path[160]; /* our mailbox */
+    char bell_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    unsigned long netns;
+    struct shm_hdr *hdr; /* our mailbox, mapped whole */
+    size_t map_len;
+    int bell_fd; /* our doorbell (bound) */
+    int ring_fd; /* unbound, for ringing peers' doorbells */
+    unsigned rx_next, sleeps;
+    uint32_t peer_cnt, last;
+    struct shm_peer peer[SR_SHM_PEERS];
+    struct sr_shm_stats stats;
+};
+
+static size_t shm_file_bytes(void)
+{
+    return SHM_HDR_BYTES + (size_t)SR_SHM_SLOTS * SHM_SLOT_BYTES;
+}
+
+static size_t slot_offset(unsigned i)
+{
+    return SHM_HDR_BYTES + (size_t)i * SHM_SLOT_BYTES;
+}
+
+static uint32_t rec_bytes(uint32_t len)
+{
+    return (SHM_REC_HDR + len + SHM_ALIGN - 1) & ~(uint32_t)(SHM_ALIGN - 1);
+}
+
+static void shm_name(const struct sr_shm *s, const uint8_t *gid, uint16_t port, char *out,
+                     size_t size)
+{
+    char hex[33];
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", gid[i]);
+    snprintf(out, size, "%s/softrdma-%lu-%s-%u", s->dir, s->netns, hex, port);
+}
+
+/* The doorbell's address; false when it does not fit a socket address. */
+static bool bell_addr(const char *mailbox, struct sockaddr_un *sa)
+{
+    static const char suffix[] = ".bell";
+    size_t n = strlen(mailbox);
+    memset(sa, 0, sizeof(*sa));
+    sa->sun_family = AF_UNIX;
+    if (n + sizeof(suffix) > sizeof(sa->sun_path))
+        return false;
+    memcpy(sa->sun_path, mailbox, n);
+    memcpy(sa->sun_path + n, suffix, sizeof(suffix));
+    return true;
+}
+
+/* The network namespace: only devices in the same one share mailboxes
+ * (the same address may mean another device in another namespace). The
+ * pid namespace: only there does a pid name a process. */
+static unsigned long ns_id(const char *which)
+{
+    struct stat st;
+    return stat(which, &st) == 0 ? (unsigned long)st.st_ino : 0;
+}
+
+static bool pid_gone(uint32_t pid)
+{
+    return pid && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
+/* Removes the mailboxes (and doorbells) of this namespace whose receiver
+ * died without closing its device (killed, crashed): they hold the rings
+ * senders reserved. Another pid namespace's are left alone. */
+static void sweep_stale(const struct sr_shm *s, unsigned long pidns)
+{
+    DIR *d = opendir(s->dir);
+    if (!d)
+        return;
+    char prefix[48];
+    int plen = snprintf(prefix, sizeof(prefix), "softrdma-%lu-", s->netns);
+    struct dirent *e;
+    for (int seen = 0; (e = readdir(d)) && seen < 4096; seen++) {
+        const char *name = e->d_name;
+        size_t n = strlen(name);
+        if (strncmp(name, prefix, (size_t)plen) || (n > 5 && !strcmp(name + n - 5, ".bell")))
+            continue;
+        int fd = openat(dirfd(d), name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+            continue;
+        struct shm_hdr h;
+        bool stale = pread(fd, &h, offsetof(struct shm_hdr, sleeping), 0) ==
+                         (ssize_t)offsetof(struct shm_hdr, sleeping) &&
+                     h.magic == SHM_MAGIC && h.version == SHM_VERSION && h.pidns == pidns &&
+                     (atomic_load(&h.closed) || pid_gone(h.pid));
+        close(fd);
+        if (!stale)
+            continue;
+        char bell[300];
+        snprintf(bell, sizeof(bell), "%s.bell", name);
+        unlinkat(dirfd(d), name, 0);
+        unlinkat(dirfd(d), bell, 0);
+    }
+    closedir(d);
+}
+
+int sr_shm_open(const struct sr_shm_cfg *cfg, struct sr_shm **out)
+{
+    const char *dir = cfg->dir ? cfg->dir : "/dev/shm";
+    struct sr_shm *s = calloc(1, sizeof(*s));
+    if (!s)
+        return SR_ERR_NOMEM;
+    s->bell_fd = s->ring_fd = -1;
+    memcpy(s->gid, cfg->gid, 16);
+    s->port = cfg->port;
+    s->netns = ns_id("/proc/self/ns/net");
+    unsigned long pidns = ns_id("/proc/self/ns/pid");
+    int err = SR_ERR_INVAL;
+    if (strlen(dir) >= sizeof(s->dir))
+        goto err_free;
+    snprintf(s->dir, sizeof(s->dir), "%s", dir);
+    shm_name(s, s->gid, s->port, s->path, sizeof(s->path));
+    struct sockaddr_un sa;
+    if (!bell_addr(s->path, &sa))
+        goto err_free;
+    memcpy(s->bell_path, sa.sun_path, sizeof(s->bell_path));
+    sweep_stale(s, pidns);
+
+    /* The doorbell first, then the mailbox under a temporary name,
+     * initialised, renamed into place: a sender sees no mailbox or a
+     * complete one. The address is ours (its UDP socket is bound), so
+     * files under these names were left by a process that is gone. */
+    s->bell_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    s->ring_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s->bell_fd < 0 || s->ring_fd < 0) {
+        err = SR_ERR_LIMIT;
+        goto err_free;
+    }
+    unlink(s->bell_path);
+    if (bind(s->bell_fd, (struct sockaddr *)&sa, sizeof(sa)))
+        goto err_free;
+    char tmp[sizeof(s->path) + 24];
+    snprintf(tmp, sizeof(tmp), "%s.%d.tmp", s->path, (int)getpid());
+    int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        goto err_bell;
+    s->map_len = shm_file_bytes();
+    if (ftruncate(fd, (off_t)s->map_len) || posix_fallocate(fd, 0, SHM_HDR_BYTES)) {
+        err = SR_ERR_NOMEM;
+        goto err_tmp;
+    }
+    void *m = mmap(NULL, s->map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+    if (m == MAP_FAILED) {
+        err = SR_ERR_NOMEM;
+        goto err_tmp;
+    }
+    s->hdr = m;
+    s->hdr->version = SHM_VERSION;
+    s->hdr->slots = SR_SHM_SLOTS;
+    s->hdr->ring_bytes = SR_SHM_RING;
+    s->hdr->pid = (uint32_t)getpid();
+    s->hdr->pidns = pidns;
+    s->hdr->magic = SHM_MAGIC;
+    if (rename(tmp, s->path))
+        goto err_map;
+    close(fd);
+    *out = s;
+    return 0;
+
+err_map:
+    munmap(s->hdr, s->map_len);
+err_tmp:
+    close(fd);
+    unlink(tmp);
+err_bell:
+    unlink(s->bell_path);
+err_free:
+    if (s->bell_fd >= 0)
+        close(s->bell_fd);
+    if (s->ring_fd >= 0)
+        close(s->ring_fd);
+    free(s);
+    return err;
+}
+
+static struct shm_ctl *peer_ctl(const struct shm_peer *p)
+{
+    return (struct shm_ctl *)p->ring;
+}
+
+static void peer_detach(struct shm_peer *p)
+{
+    if (p->kind != PEER_SHM)
+        return;
+    atomic_store_explicit(&p->hdr->slot[p->slot].state, SLOT_CLOSED, memory_order_release);
+    munmap(p->ring, SHM_SLOT_BYTES);
+    munmap(p->hdr, SHM_HDR_BYTES);
+    p->kind = PEER_REMOTE;
+}
+
+void sr_shm_unlink(struct sr_shm *s)
+{
+    atomic_store(&s->hdr->closed, 1);
+    unlink(s->path);
+    unlink(s->bell_path);
+}
+
+void sr_shm_close(struct sr_shm *s)
+{
+    if (!s)
+        return;
+    sr_shm_unlink(s);
+    for (uint32_t i = 0; i < s->peer_cnt; i++)
+        peer_detach(&s->peer[i]);
+    munmap(s->hdr, s->map_len);
+    close(s->bell_fd);
+    close(s->ring_fd);
+    free(s);
+}
+
+int sr_shm_fd(const struct sr_shm *s)
+{
+    return s->bell_fd;
+}
+
+/* Map gid's mailbox and claim a slot in it; false when it has none we
+ * can use (the peer then stays remote). */
+static bool peer_attach(struct sr_shm *s, struct shm_peer *p)
+{
+    char path[sizeof(s->path)];
+    shm_name(s, p->gid, SR_SHM_DEFAULT_PORT, path, sizeof(path));
+    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    struct shm_hdr *h = MAP_FAILED;
+    uint8_t *ring = MAP_FAILED;
+    unsigned i = SR_SHM_SLOTS;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+        (size_t)st.st_size < shm_file_bytes() || !bell_addr(path, &p->bell))
+        goto fail;
+    h = mmap(NULL, SHM_HDR_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (h == MAP_FAILED || h->magic != SHM_MAGIC || h->version != SHM_VERSION ||
+        h->slots != SR_SHM_SLOTS || h->ring_bytes != SR_SHM_RING || atomic_load(&h->closed))
+        goto fail;
+    for (i = 0; i < SR_SHM_SLOTS; i++) {
+        uint32_t free_state = SLOT_FREE;
+        if (atomic_compare_exchange_strong(&h->slot[i].state, &free_state, SLOT_CLAIMED))
+            break;
+    }
+    if (i == SR_SHM_SLOTS)
+        goto fail;
+    /* Reserve the ring's pages now: a full tmpfs is then UDP, not SIGBUS. */
+    if (posix_fallocate(fd, (off_t)slot_offset(i), SHM_SLOT_BYTES))
+        goto fail;
+    ring =
+        mmap(NULL, SHM_SLOT_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)slot_offset(i));
+    if (ring == MAP_FAILED)
+        goto fail;
+    close(fd);
+    p->hdr = h;
+    p->ring = ring;
+    p->slot = i;
+    p->head = p->tail_seen = 0;
+    struct shm_ctl *c = peer_ctl(p);
+    atomic_store_explicit(&c->head, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->tail, 0, memory_order_relaxed);
+    h->slot[i].pid = (uint32_t)getpid();
+    memcpy(h->slot[i].gid, s->gid, 16);
+    atomic_store_explicit(&h->slot[i].state, SLOT_LIVE, memory_order_release);
+    atomic_fetch_or(&h->active, 1ull << i);
+    p->kind = PEER_SHM;
+    return true;
+
+fail:
+    if (i < SR_SHM_SLOTS)
+        atomic_store(&h->slot[i].state, SLOT_FREE);
+    if (h != MAP_FAILED)
+        munmap(h, SHM_HDR_BYTES);
+    close(fd);
+    return false;
+}
+
+/* The peer entry for gid (attached on first use); NULL when the table is
+ * full and gid is not in it. */
+static struct shm_peer *peer_find(struct sr_shm *s, const uint8_t *gid)
+{
+    if (s->last < s->peer_cnt && !memcmp(s->peer[s->last].gid, gid, 16))
+        return &s->peer[s->last];
+    for (uint32_t i = 0; i < s->peer_cnt; i++)
+        if (!memcmp(s->peer[i].gid, gid, 16)) {
+            s->last = i;
+            return &s->peer[i];
+        }
+    if (s->peer_cnt == SR_SHM_PEERS)
+        return NULL;
+    struct shm_peer *p = &s->peer[s->peer_cnt];
+    memset(p, 0, sizeof(*p));
+    memcpy(p->gid, gid, 16);
+    p->kind = PEER_REMOTE;
+    if (peer_attach(s, p))
+        s->stats.peers++;
+    s->last = s->peer_cnt++;
+    return p;
+}
+
+static void ring_bell(struct sr_shm *s, struct shm_peer *p)
+{
+    static const uint8_t one = 1;
+    /* EAGAIN: bells already queued wake it; ECONNREFUSED: it is gone */
+    if (sendto(s->ring_fd, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&p->bell,
+               sizeof(p->bell)) == 1)
+        s->stats.tx_bells++;
+}
+
+int sr_shm_send(struct sr_shm *s, const struct sr_tx_pkt *t)
+{
+    if (!t || !t->hdr || !t->dgid || t->hdr_len < SR_BTH_LEN || t->pad_len > 3 ||
+        (t->iov_cnt && !t->iov))
+        return SR_ERR_INVAL;
+    uint64_t len64 = (uint64_t)t->hdr_len + t->payload_len + t->pad_len + SR_ICRC_LEN;
+    if (len64 > SR_SHM_MAX_PKT)
+        return SR_ERR_INVAL;
+    struct shm_peer *p = peer_find(s, t->dgid);
+    if (!p || p->kind != PEER_SHM)
+        return SR_SHM_REMOTE;
+    if (atomic_load_explicit(&p->hdr->closed, memory_order_relaxed)) {
+        peer_detach(p); /* its packets go to UDP from now on */
+        s->stats.peers--;
+        return SR_SHM_REMOTE;
+    }
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < t->iov_cnt; i++)
+        sum += t->iov[i].len;
+    if (sum != t->payload_len)
+        return SR_ERR_INVAL;
+
+    uint32_t len = (uint32_t)len64, rec = rec_bytes(len);
+    struct shm_ctl *c = peer_ctl(p);
+    uint8_t *data = p->ring + SHM_CTL_BYTES;
+    uint32_t pos = (uint32_t)(p->head % SR_SHM_RING), room = SR_SHM_RING - pos;
+    uint64_t need = room < rec ? room + rec : rec;
+    if (p->head + need - p->tail_seen > SR_SHM_RING) {
+        p->tail_seen = atomic_load_explicit(&c->tail, memory_order_acquire);
+        if (p->head + need - p->tail_seen > SR_SHM_RING) {
+            s->stats.tx_drops++;
+            return SR_ERR_BUSY;
+        }
+    }
+    if (room < rec) { /* room >= SHM_ALIGN: records are aligned */
+        uint32_t wrap[2] = {SHM_WRAP, 0};
+        memcpy(data + pos, wrap, sizeof(wrap));
+        p->head += room;
+        pos = 0;
+    }
+    uint8_t *r = data + pos;
+    uint32_t rh[2] = {len, 0};
+    memcpy(r, rh, sizeof(rh));
+    uint8_t *w = r + SHM_REC_HDR;
+    memcpy(w, t->hdr, t->hdr_len);
+    w += t->hdr_len;
+    for (uint32_t i = 0; i < t->iov_cnt; i++) {
+        SR_DMA_BEGIN(); /* registered memory, read by the device */
+        memcpy(w, t->iov[i].base, t->iov[i].len);
+        SR_DMA_END();
+        w += t->iov[i].len;
+    }
+    memset(w, 0, t->pad_len + SR_ICRC_LEN);
+    p->head += rec;
+    atomic_store_explicit(&c->head, p->head, memory_order_release);
+    s->stats.tx_pkts++;
+    s->stats.tx_bytes += len;
+    atomic_thread_fence(memory_order_seq_cst); /* pairs with sr_shm_sleep */
+    if (atomic_load_explicit(&p->hdr->sleeping, memory_order_relaxed) &&
+        atomic_exchange(&p->hdr->sleeping, 0))
+        ring_bell(s, p);
+    return 0;
+}
+
+static struct shm_ctl *own_ctl(const struct sr_shm *s, unsigned i)
+{
+    return (struct shm_ctl *)((uint8_t *)s->hdr + slot_offset(i));
+}
+
+static void slot_free(struct sr_shm *s, unsigned i)
+{
+    atomic_fetch_and(&s->hdr->active, ~(1ull << i));
+    atomic_store_explicit(&s->hdr->slot[i].state, SLOT_FREE, memory_order_release);
+}
+
+/* Drains up to max records of slot i into cb; the count. */
+static int slot_recv(struct sr_shm *s, unsigned i, sr_shm_rx_fn cb, void *arg, int max)
+{
+    struct shm_slot *sl = &s->hdr->slot[i];
+    uint32_t state = atomic_load_explicit(&sl->state, memory_order_acquire);
+    if (state != SLOT_LIVE && state != SLOT_CLOSED)
+        return 0;
+    struct shm_ctl *c = own_ctl(s, i);
+    const uint8_t *data = (const uint8_t *)c + SHM_CTL_BYTES;
+    uint64_t head = atomic_load_explicit(&c->head, memory_order_acquire);
+    uint64_t tail = atomic_load_explicit(&c->tail, memory_order_relaxed);
+    uint8_t gid[16];
+    memcpy(gid, sl->gid, 16);
+    int n = 0;
+    if (head - tail > SR_SHM_RING) {
+        s->stats.rx_bad++;
+        tail = head;
+    }
+    while (tail != head && n < max) {
+        uint32_t pos = (uint32_t)(tail % SR_SHM_RING), room = SR_SHM_RING - pos;
+        if (room < SHM_REC_HDR || (pos & (SHM_ALIGN - 1))) {
+            s->stats.rx_bad++; /* a head the producer never wrote */
+            tail = head;
+            break;
+        }
+        uint32_t rh[2];
+        memcpy(rh, data + pos, sizeof(rh));
+        if (rh[0] == SHM_WRAP && head - tail >= room) {
+            tail += room;
+            continue;
+        }
+        if (rh[0] < SR_BTH_LEN + SR_ICRC_LEN || rh[0] > SR_SHM_MAX_PKT || rec_bytes(rh[0]) > room ||
+            rec_bytes(rh[0]) > head - tail) {
+            s->stats.rx_bad++; /* a broken ring: what is in it is lost */
+            tail = head;
+            break;
+        }
+        cb(arg, data + pos + SHM_REC_HDR, rh[0], gid);
+        s->stats.rx_pkts++;
+        s->stats.rx_bytes += rh[0];
+        tail += rec_bytes(rh[0]);
+        n++;
+    }
+    atomic_store_explicit(&c->tail, tail, memory_order_release);
+    if (state == SLOT_CLOSED && tail == head)
+        slot_free(s, i);
+    return n;
+}
+
+int sr_shm_recv(struct sr_shm *s, sr_shm_rx_fn cb, void *arg, int max)
+{
+    uint64_t act = atomic_load_explicit(&s->hdr->active, memory_order_acquire);
+    if (!act)
+        return 0;
+    /* start after the slot served first last time: no sender starves */
+    unsigned start = s->rx_next % 64;
+    uint64_t rot = start ? act >> start | act << (64 - start) : act;
+    int n = 0;
+    while (rot && n < max) {
+        unsigned i = ((unsigned)__builtin_ctzll(rot) + start) % 64;
+        rot &= rot - 1;
+        n += slot_recv(s, i, cb, arg, max - n);
+    }
+    s->rx_next = start + 1;
+    return n;
+}
+
+bool sr_shm_pending(const struct sr_shm *s)
+{
+    uint64_t act = atomic_load(&s->hdr->active);
+    while (act) {
+        unsigned i = (unsigned)__builtin_ctzll(act);
+        act &= act - 1;
+        struct shm_ctl *c = own_ctl(s, i);
+        if (atomic_load(&c->head) != atomic_load_explicit(&c->tail, memory_order_relaxed))
+            return true;
+        if (atomic_load_explicit(&s->hdr->slot[i].state, memory_order_relaxed) == SLOT_CLOSED)
+            return true; /* to be freed */
+    }
+    return false;
+}
+
+/* Frees the slots of senders whose process is gone and whose rings are
+ * drained (a sender that closed frees its own through SLOT_CLOSED). */
+static void sweep_dead(struct sr_shm *s)
+{
+    uint64_t act = atomic_load(&s->hdr->active);
+    while (act) {
+        unsigned i = (unsigned)__builtin_ctzll(act);
+        act &= act - 1;
+        struct shm_slot *sl = &s->hdr->slot[i];
+        struct shm_ctl *c = own_ctl(s, i);
+        if (atomic_load(&sl->state) == SLOT_LIVE &&
+            atomic_load(&c->head) == atomic_load(&c->tail) && kill((pid_t)sl->pid, 0) < 0 &&
+            errno == ESRCH)
+            slot_free(s, i);
+    }
+}
+
+bool sr_shm_sleep(struct sr_shm *s)
+{
+    if (++s->sleeps % SHM_SWEEP_EVERY == 0)
+        sweep_dead(s);
+    atomic_store(&s->hdr->sleeping, 1);
+    if (!sr_shm_pending(s))
+        return true;
+    atomic_store(&s->hdr->sleeping, 0);
+    return false;
+}
+
+void sr_shm_wake(struct sr_shm *s, bool rang)
+{
+    atomic_store(&s->hdr->sleeping, 0);
+    if (!rang)
+        return;
+    uint8_t buf[64];
+    for (int i = 0; i < 1024; i++)
+        if (recv(s->bell_fd, buf, sizeof(buf), MSG_DONTWAIT) < 0)
+            break;
+}
+
+void sr_shm_stats(const struct sr_shm *s, struct sr_shm_stats *out)
+{
+    *out = s->stats;
+    out->senders = (uint32_t)__builtin_popcountll(atomic_load(&s->hdr->active));
+}

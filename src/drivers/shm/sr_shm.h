@@ -1,0 +1,112 @@
+/* sr_shm.h: the shared-memory driver. It moves the same transport packets
+ * as the UDP driver (BTH through ICRC) between devices on one host and in
+ * one network namespace, through rings in shared memory: no system call
+ * per packet, no ICRC (memory does not corrupt datagrams), one copy on each
+ * side (registered memory -> ring -> registered memory).
+ *
+ * Each device owns a mailbox named after its address and UDP port:
+ * a file <dir>/softrdma-<netns inode>-<gid hex>-<port> holding a table of
+ * sender slots and one single-producer single-consumer ring per slot,
+ * and a doorbell, the AF_UNIX datagram socket <mailbox>.bell. A device
+ * that sends to an address looks for that address's mailbox (port 4791,
+ * like UDP) the first time; when there is none (another host, another
+ * namespace, a peer with shared memory turned off) the packet is not sent
+ * and the caller uses UDP for that address from then on. Otherwise it
+ * claims a slot (space for the ring reserved with fallocate, so a full
+ * /dev/shm means UDP, never SIGBUS) and writes its packets there. The
+ * receiver polls the rings of its live slots; before it blocks it sets a
+ * flag, and a sender that finds the flag set rings the doorbell (one
+ * datagram), whose socket the receiver's epoll watches.
+ *
+ * A full ring drops the packet (SR_ERR_BUSY), as a full socket queue
+ * would: the transport retransmits. A peer that closed its device marks
+ * its mailbox closed; a sender that sees it stops using the mailbox and
+ * its packets go to UDP. Slots of senders that closed or died are reused
+ * once their rings are drained.
+ *
+ * The files are created 0600: only processes of the same user (which may
+ * ptrace each other anyway) share them. Records are checked against the
+ * ring's bounds before they are handed on, so a corrupt ring costs its
+ * packets, never memory outside the mapping.
+ *
+ * Threads: one struct sr_shm is used by one thread at a time (the caller
+ * serialises), except sr_shm_wake. Errors are negative SR_ERR_* codes. */
+#ifndef SR_SHM_H
+#define SR_SHM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sr_engine.h" /* struct sr_tx_pkt */
+#include "sr_err.h"
+
+enum {
+    SR_SHM_SLOTS = 64,          /* senders one mailbox takes at a time */
+    SR_SHM_RING = 4u << 20,     /* ring bytes per sender */
+    SR_SHM_PEERS = 64,          /* addresses one device sends to by shared memory */
+    SR_SHM_MAX_PKT = 8192,      /* largest packet (BTH through ICRC) */
+    SR_SHM_REMOTE = 1,          /* sr_shm_send: not a peer here, use another driver */
+    SR_SHM_DEFAULT_PORT = 4791, /* the port senders look for (RoCEv2) */
+};
+
+struct sr_shm;
+
+struct sr_shm_cfg {
+    uint8_t gid[16]; /* this device's address (bound by its UDP socket, so unique) */
+    uint16_t port;   /* its UDP port */
+    const char *dir; /* where mailboxes live; NULL: /dev/shm */
+};
+
+/* Create this device's mailbox and doorbell (a stale pair left by a
+ * process that had the same address is replaced; so are the mailboxes of
+ * receivers in this namespace that died without closing theirs). *out
+ * set on success. */
+int sr_shm_open(const struct sr_shm_cfg *cfg, struct sr_shm **out);
+/* Mark the mailbox closed, remove its names, release every slot held in
+ * peers' mailboxes and unmap everything; NULL is a no-op. */
+void sr_shm_close(struct sr_shm *s);
+/* At process exit, with the device still open: mark the mailbox closed
+ * and remove its names (peers stop writing; the memory goes with the
+ * last mapping). Safe to call from any thread, once. */
+void sr_shm_unlink(struct sr_shm *s);
+/* The doorbell socket, for epoll: readable after a sender rang. */
+int sr_shm_fd(const struct sr_shm *s);
+
+/* Write one packet (as sr_udp_send would send it: t->hdr, the t->iov
+ * pieces, t->pad_len zero bytes, 4 ICRC bytes left zero) into the ring of
+ * t->dgid's mailbox. The payload is copied: t is not kept.
+ * 0: sent. SR_SHM_REMOTE: t->dgid has no mailbox here (or no free slot):
+ * nothing was sent, send it another way. SR_ERR_BUSY: ring full, dropped.
+ * SR_ERR_INVAL: malformed packet. */
+int sr_shm_send(struct sr_shm *s, const struct sr_tx_pkt *t);
+
+/* Called once per packet, with the sender's address: both valid only
+ * during the call (pkt points into the ring). */
+typedef void (*sr_shm_rx_fn)(void *arg, const uint8_t *pkt, size_t len, const uint8_t *src_gid);
+/* Hand up to max waiting packets to cb, oldest first per sender. Returns
+ * how many. cb may call sr_shm_send but not sr_shm_recv. */
+int sr_shm_recv(struct sr_shm *s, sr_shm_rx_fn cb, void *arg, int max);
+/* A packet is waiting. */
+bool sr_shm_pending(const struct sr_shm *s);
+
+/* About to block on sr_shm_fd: asks senders to ring. False when a packet
+ * arrived meanwhile (poll again, do not block). Reclaims the slots of
+ * senders that closed or died, now and then. */
+bool sr_shm_sleep(struct sr_shm *s);
+/* Back from blocking: senders stop ringing; rang: the doorbell was
+ * readable, and is emptied. */
+void sr_shm_wake(struct sr_shm *s, bool rang);
+
+struct sr_shm_stats {
+    uint64_t tx_pkts, tx_bytes; /* packets written to rings, their bytes */
+    uint64_t tx_drops;          /* ring full */
+    uint64_t tx_bells;          /* doorbells rung */
+    uint64_t rx_pkts, rx_bytes; /* packets handed to the callback, their bytes */
+    uint64_t rx_bad;            /* records that broke the ring's bounds (ring dropped) */
+    uint32_t peers;             /* addresses reached through shared memory */
+    uint32_t senders;           /* slots in use in this mailbox */
+};
+void sr_shm_stats(const struct sr_shm *s, struct sr_shm_stats *out);
+
+#endif
