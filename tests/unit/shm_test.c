@@ -1,0 +1,387 @@
+/* shm_test.c: the shared-memory driver. Devices live in a private
+ * directory under /dev/shm; addresses are made up (nothing binds them). */
+#include "sr_shm.h"
+#include "sr_test.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char dir[64];
+
+static void gid_of(uint8_t gid[16], uint32_t host)
+{
+    memset(gid, 0, 16);
+    gid[10] = gid[11] = 0xff;
+    gid[12] = 127;
+    gid[13] = (uint8_t)(host >> 16);
+    gid[14] = (uint8_t)(host >> 8);
+    gid[15] = (uint8_t)host;
+}
+
+static struct sr_shm *dev_open(uint32_t host, uint16_t port)
+{
+    struct sr_shm_cfg c = {.port = port, .dir = dir};
+    gid_of(c.gid, host);
+    struct sr_shm *s = NULL;
+    SR_CHECK_EQ(sr_shm_open(&c, &s), 0);
+    return s;
+}
+
+/* A packet: a 12-byte "BTH" carrying seq, then payload bytes (seq + i),
+ * split in two pieces. */
+struct pkt {
+    uint8_t hdr[12];
+    uint8_t payload[4096];
+    struct sr_iov iov[2];
+    uint8_t dgid[16];
+    struct sr_tx_pkt t;
+};
+
+static const struct sr_tx_pkt *pkt_make(struct pkt *p, uint32_t to, uint32_t seq, uint32_t len,
+                                        uint32_t pad)
+{
+    memset(p->hdr, 0, sizeof(p->hdr));
+    memcpy(p->hdr + 8, &seq, 4);
+    for (uint32_t i = 0; i < len; i++)
+        p->payload[i] = (uint8_t)(seq + i);
+    uint32_t half = len / 3;
+    p->iov[0] = (struct sr_iov){p->payload, half};
+    p->iov[1] = (struct sr_iov){p->payload + half, len - half};
+    gid_of(p->dgid, to);
+    p->t = (struct sr_tx_pkt){.hdr = p->hdr,
+                              .hdr_len = 12,
+                              .iov = p->iov,
+                              .iov_cnt = 2,
+                              .payload_len = len,
+                              .pad_len = pad,
+                              .dgid = p->dgid};
+    return &p->t;
+}
+
+struct rx {
+    int n;
+    uint32_t next_seq;
+    uint32_t len[8]; /* payload length of each expected packet, by seq % 8 */
+    uint32_t pad;
+    uint8_t src[16];
+    int bad;
+};
+
+static void rx_cb(void *arg, const uint8_t *pkt, size_t len, const uint8_t *src)
+{
+    struct rx *r = arg;
+    uint32_t seq;
+    memcpy(&seq, pkt + 8, 4);
+    uint32_t plen = r->len[seq % 8];
+    bool ok = seq == r->next_seq && len == 12 + plen + r->pad + 4;
+    for (uint32_t i = 0; ok && i < plen; i++)
+        ok = pkt[12 + i] == (uint8_t)(seq + i);
+    for (uint32_t i = 0; ok && i < r->pad + 4; i++)
+        ok = pkt[12 + plen + i] == 0;
+    if (!ok)
+        r->bad++;
+    memcpy(r->src, src, 16);
+    r->next_seq = seq + 1;
+    r->n++;
+}
+
+static void test_roundtrip(void)
+{
+    struct sr_shm *a = dev_open(1, 4791), *b = dev_open(2, 4791), *d = dev_open(4, 5000);
+    struct pkt p;
+    /* no mailbox: another driver's */
+    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 3, 0, 10, 0)), SR_SHM_REMOTE);
+    /* a mailbox on another port: senders look for 4791 only, like UDP */
+    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 4, 0, 10, 0)), SR_SHM_REMOTE);
+    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 0, 1000, 2)), 0);
+    struct rx r = {.len = {1000}, .pad = 2};
+    SR_CHECK(sr_shm_pending(b));
+    SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 64), 1);
+    SR_CHECK_EQ(r.bad, 0);
+    uint8_t ga[16];
+    gid_of(ga, 1);
+    SR_CHECK_MEM(r.src, ga, 16);
+    SR_CHECK(!sr_shm_pending(b));
+    SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 64), 0);
+    struct sr_shm_stats sa, sb;
+    sr_shm_stats(a, &sa);
+    sr_shm_stats(b, &sb);
+    SR_CHECK_EQ(sa.tx_pkts, 1);
+    SR_CHECK_EQ(sa.tx_bytes, 12 + 1000 + 2 + 4);
+    SR_CHECK_EQ(sa.peers, 1);
+    SR_CHECK_EQ(sb.rx_pkts, 1);
+    SR_CHECK_EQ(sb.senders, 1);
+    /* malformed: short header, pad > 3, pieces that do not add up, too big */
+    pkt_make(&p, 2, 1, 10, 0);
+    p.t.hdr_len = 11;
+    SR_CHECK_EQ(sr_shm_send(a, &p.t), SR_ERR_INVAL);
+    pkt_make(&p, 2, 1, 10, 4);
+    SR_CHECK_EQ(sr_shm_send(a, &p.t), SR_ERR_INVAL);
+    pkt_make(&p, 2, 1, 10, 0);
+    p.t.payload_len = 11;
+    SR_CHECK_EQ(sr_shm_send(a, &p.t), SR_ERR_INVAL);
+    pkt_make(&p, 2, 1, 10, 0);
+    p.t.payload_len = p.iov[1].len = SR_SHM_MAX_PKT;
+    SR_CHECK_EQ(sr_shm_send(a, &p.t), SR_ERR_INVAL);
+    SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 64), 0);
+    sr_shm_close(a);
+    sr_shm_close(b);
+    sr_shm_close(d);
+}
+
+/* Many rounds of mixed sizes: the ring wraps several times, every packet
+ * arrives once, in order, intact; a partial drain (max) resumes. */
+static void test_wrap(void)
+{
+    struct sr_shm *a = dev_open(1, 4791), *b = dev_open(2, 4791);
+    struct rx r = {.len = {1, 4096, 333, 4000, 64, 2048, 7, 3000}};
+    struct pkt p;
+    uint32_t seq = 0;
+    uint64_t bytes = 0;
+    int sent = 0, got = 0, fails = 0;
+    while (bytes < 3ull * SR_SHM_RING) {
+        for (int k = 0; k < 200; k++, seq++) {
+            fails += sr_shm_send(a, pkt_make(&p, 2, seq, r.len[seq % 8], 0)) != 0;
+            bytes += r.len[seq % 8];
+            sent++;
+        }
+        got += sr_shm_recv(b, rx_cb, &r, 50);
+        got += sr_shm_recv(b, rx_cb, &r, 1000);
+    }
+    SR_CHECK_EQ(fails, 0);
+    SR_CHECK_EQ(got, sent);
+    SR_CHECK_EQ(r.bad, 0);
+    SR_CHECK_EQ(r.next_seq, seq);
+    sr_shm_close(a);
+    sr_shm_close(b);
+}
+
+/* A full ring drops (SR_ERR_BUSY), like a full socket; draining makes
+ * room again. */
+static void test_full(void)
+{
+    struct sr_shm *a = dev_open(1, 4791), *b = dev_open(2, 4791);
+    struct pkt p;
+    uint32_t seq = 0;
+    int err = 0;
+    while (seq < 10000 && (err = sr_shm_send(a, pkt_make(&p, 2, seq, 4096, 0))) == 0)
+        seq++;
+    SR_CHECK_EQ(err, SR_ERR_BUSY);
+    /* 4096 + 12 + 4 + 8 bytes, each record 64-byte aligned */
+    SR_CHECK_EQ(seq, SR_SHM_RING / 4160);
+    struct sr_shm_stats st;
+    sr_shm_stats(a, &st);
+    SR_CHECK_EQ(st.tx_drops, 1);
+    struct rx r = {.len = {4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}};
+    SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 100000), (int)seq);
+    SR_CHECK_EQ(r.bad, 0);
+    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, seq, 4096, 0)), 0);
+    SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 100000), 1);
+    SR_CHECK_EQ(r.bad, 0);
+    sr_shm_close(a);
+    sr_shm_close(b);
+}
+
+static bool readable(int fd)
+{
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    return poll(&pfd, 1, 0) == 1;
+}
+
+/* A sleeping receiver is rung once; an awake one is not; one that has a
+ * packet waiting is told not to sleep. */
+static void test_doorbell(void)
+{
+    struct sr_shm *a = dev_open(1, 4791), *b = dev_open(2, 4791);
+    struct pkt p;
+    struct rx r = {.len = {100, 100, 100, 100, 100, 100, 100, 100}};
+    SR_CHECK(sr_shm_sleep(b));
+    SR_CHECK(!readable(sr_shm_fd(b)));
+    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 0, 100, 0)), 0);
+    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 1, 100, 0)), 0);
+    SR_CHECK(readable(sr_shm_fd(b)));
+    struct sr_shm_stats st;
+    sr_shm_stats(a, &st);
+    SR_CHECK_EQ(st.tx_bells, 1);
+    sr_shm_wake(b, true);
+    SR_CHECK(!readable(sr_shm_fd(b)));
+    SR_CHECK(!sr_shm_sleep(b)); /* two packets wait */
+    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 2, 100, 0)), 0);
+    sr_shm_stats(a, &st);
+    SR_CHECK_EQ(st.tx_bells, 1);
+    SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 64), 3);
+    SR_CHECK_EQ(r.bad, 0);
+    SR_CHECK(!readable(sr_shm_fd(b)));
+    sr_shm_close(a);
+    sr_shm_close(b);
+}
+
+static int dir_count(void)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* A receiver that closed makes its senders turn to UDP; a sender that
+ * closed frees its slot once its packets are read; a device closing
+ * removes its files. */
+static void test_close(void)
+{
+    struct sr_shm *a = dev_open(1, 4791), *b = dev_open(2, 4791);
+    SR_CHECK_EQ(dir_count(), 4);
+    struct pkt p;
+    struct rx r = {.len = {10, 10, 10, 10, 10, 10, 10, 10}};
+    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 0, 10, 0)), 0);
+    sr_shm_close(a);
+    struct sr_shm_stats st;
+    sr_shm_stats(b, &st);
+    SR_CHECK_EQ(st.senders, 1);
+    SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 64), 1); /* still delivered */
+    sr_shm_stats(b, &st);
+    SR_CHECK_EQ(st.senders, 0);
+    SR_CHECK_EQ(dir_count(), 2);
+
+    a = dev_open(1, 4791);
+    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 1, 10, 0)), 0);
+    sr_shm_close(b);
+    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 2, 10, 0)), SR_SHM_REMOTE);
+    sr_shm_stats(a, &st);
+    SR_CHECK_EQ(st.peers, 0);
+    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 3, 10, 0)), SR_SHM_REMOTE);
+    sr_shm_close(a);
+    SR_CHECK_EQ(dir_count(), 0);
+}
+
+/* SR_SHM_SLOTS senders at once; one more gets UDP. */
+static void test_slots(void)
+{
+    struct sr_shm *b = dev_open(2, 4791), *s[SR_SHM_SLOTS + 1];
+    struct pkt p;
+    int ok = 0;
+    for (int i = 0; i <= SR_SHM_SLOTS; i++) {
+        s[i] = dev_open(100 + (uint32_t)i, 4791);
+        ok += s[i] && sr_shm_send(s[i], pkt_make(&p, 2, 0, 10, 0)) == 0;
+    }
+    SR_CHECK_EQ(ok, SR_SHM_SLOTS);
+    SR_CHECK_EQ(sr_shm_send(s[SR_SHM_SLOTS], pkt_make(&p, 2, 0, 10, 0)), SR_SHM_REMOTE);
+    struct rx r = {.len = {10, 10, 10, 10, 10, 10, 10, 10}};
+    int got = 0;
+    for (int i = 0; i < SR_SHM_SLOTS; i++) {
+        r.next_seq = 0; /* every sender starts at 0; one packet per call */
+        got += sr_shm_recv(b, rx_cb, &r, 1);
+    }
+    SR_CHECK_EQ(got, SR_SHM_SLOTS);
+    SR_CHECK_EQ(r.bad, 0);
+    for (int i = 0; i <= SR_SHM_SLOTS; i++)
+        sr_shm_close(s[i]);
+    sr_shm_close(b);
+}
+
+/* A record whose length breaks the ring (a sender that scribbled over
+ * it): its packets are dropped and counted, the ring goes on. */
+static void test_corrupt(void)
+{
+    struct sr_shm *a = dev_open(1, 4791), *b = dev_open(2, 4791);
+    struct pkt p;
+    struct rx r = {.len = {10, 10, 10, 10, 10, 10, 10, 10}};
+    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 0, 10, 0)), 0);
+    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 1, 10, 0)), 0);
+    /* the layout (shm.c): 8 KiB header, slot 0's control page, its ring */
+    char path[400];
+    snprintf(path, sizeof(path), "%s", dir);
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (strstr(e->d_name, "7f000002-4791") && !strstr(e->d_name, ".bell"))
+            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+    closedir(d);
+    int fd = open(path, O_RDWR);
+    SR_CHECK(fd >= 0);
+    uint32_t bad = SR_SHM_RING; /* longer than the ring */
+    SR_CHECK_EQ(pwrite(fd, &bad, 4, 8192 + 4096), 4);
+    close(fd);
+    SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 64), 0);
+    struct sr_shm_stats st;
+    sr_shm_stats(b, &st);
+    SR_CHECK_EQ(st.rx_bad, 1);
+    r.next_seq = 2;
+    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 2, 10, 0)), 0);
+    SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 64), 1);
+    SR_CHECK_EQ(r.bad, 0);
+    sr_shm_close(a);
+    sr_shm_close(b);
+}
+
+/* A child process opens a device, sends to b and dies without closing:
+ * its slot in b's mailbox is reclaimed (b's sweep), its own mailbox is
+ * removed by the next device to open. */
+static void test_dead_process(void)
+{
+    struct sr_shm *b = dev_open(2, 4791);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct sr_shm *c = dev_open(9, 4791);
+        struct pkt p;
+        _exit(c && sr_shm_send(c, pkt_make(&p, 2, 0, 10, 0)) == 0 ? 0 : 1);
+    }
+    int status = -1;
+    waitpid(pid, &status, 0);
+    SR_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    SR_CHECK_EQ(dir_count(), 4); /* b's and the dead child's */
+    struct sr_shm_stats st;
+    sr_shm_stats(b, &st);
+    SR_CHECK_EQ(st.senders, 1);
+    struct rx r = {.len = {10, 10, 10, 10, 10, 10, 10, 10}};
+    SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 64), 1);
+    for (int i = 0; i < 64; i++)
+        if (sr_shm_sleep(b))
+            sr_shm_wake(b, false);
+    sr_shm_stats(b, &st);
+    SR_CHECK_EQ(st.senders, 0);
+    struct sr_shm *a = dev_open(1, 4791);
+    SR_CHECK_EQ(dir_count(), 4); /* b's and a's */
+    sr_shm_close(a);
+    sr_shm_close(b);
+}
+
+static void rm_dir(void)
+{
+    DIR *d = opendir(dir);
+    char path[400];
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (e->d_name[0] != '.') {
+            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof(dir), "/dev/shm/srshm_test.XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp /dev/shm");
+        return 77;
+    }
+    SR_RUN(test_roundtrip);
+    SR_RUN(test_wrap);
+    SR_RUN(test_full);
+    SR_RUN(test_doorbell);
+    SR_RUN(test_close);
+    SR_RUN(test_slots);
+    SR_RUN(test_corrupt);
+    SR_RUN(test_dead_process);
+    rm_dir();
+    return SR_TEST_RESULT();
+}
