@@ -9,9 +9,16 @@
 #     4 KiB datagrams, UDP GSO+GRO, busy-poll ping-pong of 32 B, and the
 #     same ping-pong with a 20 B ACK riding in each send (one GSO send of two
 #     segments: the shape an RC ping-pong's packets must take);
-#   - softrdma under Debian's unmodified perftest: ib_{write,read,send}_bw at
-#     64 B, 4 KiB, 64 KiB, 1 MiB; ib_{write,send,read}_lat at 2 B and 4 KiB;
-#     64 B message rate with 1 and 4 QPs;
+#   - softrdma under Debian's unmodified perftest over its UDP path
+#     (SOFTRDMA_SHM=0), the path #5's targets are stated for:
+#     ib_{write,read,send}_bw at 64 B, 4 KiB, 64 KiB, 1 MiB;
+#     ib_{write,send,read}_lat at 2 B and 4 KiB; 64 B message rate with 1
+#     and 4 QPs;
+#   - the same-host limits of the shared-memory path (srdma-udpbench: one
+#     core's memcpy into a ring, a cache line's round trip between two
+#     processes) and softrdma over it (the default between processes on one
+#     host): ib_{write,read,send}_bw at 4 KiB, 64 KiB, 1 MiB, the 64 B
+#     message rate, ib_{write,send,read}_lat at 2 B;
 #   - UCX over TCP (ucx_perftest, UCX_TLS=tcp on lo): ucp_put_bw, ucp_get and
 #     tag_bw at the same sizes, ucp_put_lat at 2 B and 4 KiB;
 #   - CPU used by an idle softrdma process (srdma-idle-probe).
@@ -186,8 +193,8 @@ pair() {
   fi
 }
 
-pt=(timeout 30 env LD_LIBRARY_PATH="$lib")
-ptl=(timeout 60 env LD_LIBRARY_PATH="$lib") # ping-pongs crawl when other processes spin
+pt=(timeout 30 env LD_LIBRARY_PATH="$lib" SOFTRDMA_SHM=0)
+ptl=(timeout 60 env LD_LIBRARY_PATH="$lib" SOFTRDMA_SHM=0) # ping-pongs crawl when other processes spin
 ucx=(timeout 40 env UCX_TLS=tcp UCX_NET_DEVICES=lo ucx_perftest)
 
 # perftest runs with -F: on a loaded machine its CPU-frequency check would
@@ -267,7 +274,7 @@ for ((rep = 1; rep <= reps; rep++)); do
     case $k in
     udp_plain_4k_gbps | udp_gso_gro_4k_gbps | udp_plain_4k_loss_pct | udp_gso_gro_4k_loss_pct | \
       udp_half_rtt_us | udp_pingpong_32b_rtt_us | udp_pingpong_32b_rtt_p99_us | \
-      udp_ack_half_rtt_us | udp_pingack_32b_rtt_us) record "$k" "$v" ;;
+      udp_ack_half_rtt_us | udp_pingack_32b_rtt_us | memcpy_4k_gbps | shm_half_rtt_us) record "$k" "$v" ;;
     esac
   done <"$tmp/udp"
 
@@ -285,6 +292,21 @@ for ((rep = 1; rep <= reps; rep++)); do
     sr_lat ib_send_lat "$s" "sr_send_lat_$s"
     sr_lat ib_read_lat "$s" "sr_read_lat_$s"
   done
+
+  log "rep $rep/$reps: softrdma over shared memory"
+  pt[4]=SOFTRDMA_SHM=1
+  ptl[4]=SOFTRDMA_SHM=1
+  for s in 4096 65536 1048576; do
+    sr_bw ib_write_bw "$s" "shm_write_bw_$s"
+    sr_bw ib_read_bw "$s" "shm_read_bw_$s"
+    sr_bw ib_send_bw "$s" "shm_send_bw_$s"
+  done
+  sr_bw ib_write_bw 64 shm_write_bw_64
+  for op in write send read; do
+    sr_lat "ib_${op}_lat" 2 "shm_${op}_lat_2"
+  done
+  pt[4]=SOFTRDMA_SHM=0
+  ptl[4]=SOFTRDMA_SHM=0
 
   log "rep $rep/$reps: UCX over TCP"
   for s in "${sizes[@]}"; do
@@ -362,6 +384,17 @@ report=$tmp/report
     done
   done
   echo "   (ib_write_lat/ib_send_lat report half the round trip, ib_read_lat the whole READ)"
+  echo "-- same host, shared memory (srdma-udpbench; softrdma's default between local processes)"
+  row "memcpy 4 KiB pieces into a 4 MiB ring, 1 core" memcpy_4k_gbps Gb/s
+  row "cache-line half round trip, 2 processes" shm_half_rtt_us us
+  for op in write read send; do
+    for s in 4096 65536 1048576; do row "shm ib_${op}_bw ${label[$s]}" "shm_${op}_bw_$s" Gb/s; done
+  done
+  row "shm ib_write_bw 64 B message rate, 1 QP" shm_write_bw_64_mpps Mpps
+  for op in write send read; do
+    row "shm ib_${op}_lat 2 B (typical)" "shm_${op}_lat_2" us
+    row "  99th percentile" "shm_${op}_lat_2_p99" us
+  done
   echo "-- UCX over TCP on lo (ucx_perftest, UCX_TLS=tcp)"
   for t in put get tag; do
     for s in "${sizes[@]}"; do row "ucx ${t}_bw ${label[$s]}" "ucx_${t}_bw_$s" Gb/s; done
@@ -403,6 +436,11 @@ report=$tmp/report
     done
   done
   ratio "ib_write_bw 64 B msg rate / ucx put_bw (info)" sr_write_bw_64_mpps ucx_put_bw_64_mpps ">=" 1
+  ratio "shm ib_write_bw 64 KiB / memcpy (info)" shm_write_bw_65536 memcpy_4k_gbps ">=" 0.5
+  ratio "shm ib_read_bw 64 KiB / memcpy (info)" shm_read_bw_65536 memcpy_4k_gbps ">=" 0.5
+  ratio "shm ib_write_bw 64 KiB / UDP path (info)" shm_write_bw_65536 sr_write_bw_65536 ">=" 1
+  ratio "shm ib_write_lat 2 B / shm half RTT (info)" shm_write_lat_2 shm_half_rtt_us "<=" 1.5
+  ratio "shm ib_write_lat 2 B / UDP half RTT (info)" shm_write_lat_2 udp_half_rtt_us "<=" 1.5
   ratio "ib_write_lat 2 B / ucx put_lat 2 B (info)" sr_write_lat_2 ucx_put_lat_2 "<=" 1
   idle=$(med idle_cpu_pct)
   awk -v v="$idle" 'BEGIN {

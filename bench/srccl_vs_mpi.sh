@@ -2,16 +2,20 @@
 # bench/srccl_vs_mpi.sh: srccl's all-reduce against Open MPI's, in one run.
 #
 # For 2 and 4 ranks on this host, float sum, 8 B to 64 MiB (x2 steps):
-#   - srccl: srccl-perf under srccl-run, over softrdma's UDP path
-#     (LD_LIBRARY_PATH=<build>/lib: RoCEv2 datagrams on loopback);
+#   - srccl-udp: srccl-perf under srccl-run, over softrdma's UDP path
+#     (LD_LIBRARY_PATH=<build>/lib SOFTRDMA_SHM=0: RoCEv2 datagrams on
+#     loopback), the path #6's targets are stated for;
+#   - srccl-shm: the same over softrdma's shared-memory path (the default
+#     between processes on one host), held against Open MPI's shared memory;
 #   - Open MPI over TCP: bench/mpi_allreduce.c under
 #     mpirun --oversubscribe --allow-run-as-root --mca pml ob1
 #            --mca btl tcp,self --mca btl_tcp_if_include lo
-#   - Open MPI over shared memory (--mca btl vader,self), for reference.
+#   - Open MPI over shared memory (--mca btl vader,self).
 # Both programs print nccl-tests' columns (busbw = algbw * 2(n-1)/n) and
 # write them as CSV; each point is measured BENCH_REPS times (interleaved
 # runs) and the table gives medians of the out-of-place time and busbw, the
-# ratio srccl busbw / OMPI-tcp busbw per size, and the 8 B latency ratio.
+# ratios srccl-udp / OMPI-tcp and srccl-shm / OMPI-shm busbw per size, and
+# the 8 B latency ratios.
 # Small sizes (8 B..32 KiB) run BENCH_SMALL_ITERS timed iterations, large
 # ones (64 KiB..64 MiB) BENCH_LARGE_ITERS. A benchmark, not a test.
 #
@@ -86,8 +90,9 @@ run() {
     if [ "$part" = small ]; then args=("${small[@]}"); else args=("${large[@]}"); fi
     csv=$tmp/$impl-$n-$rep-$part.csv
     case $impl in
-    srccl)
-      timeout 600 env LD_LIBRARY_PATH="$build/lib" "$build/bin/srccl-run" -n "$n" -t 590 \
+    srccl-udp | srccl-shm)
+      timeout 600 env LD_LIBRARY_PATH="$build/lib" SOFTRDMA_SHM=$([ "$impl" = srccl-shm ] && echo 1 || echo 0) \
+        "$build/bin/srccl-run" -n "$n" -t 590 \
         "$build/bin/srccl-perf" "${args[@]}" --csv "$csv" >"$tmp/log" 2>&1 ;;
     ompi-tcp)
       timeout 600 "${mpi_common[@]}" -np "$n" "${mpi_tcp[@]}" "$tmp/mpi_allreduce" \
@@ -106,7 +111,7 @@ start=$(date +%s)
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 for ((rep = 1; rep <= reps; rep++)); do
   for n in $ranks; do
-    for impl in srccl ompi-tcp ompi-shm; do
+    for impl in srccl-udp ompi-tcp srccl-shm ompi-shm; do
       log "rep $rep/$reps: $impl, $n ranks"
       run "$impl" "$n" "$rep"
     done
@@ -144,23 +149,28 @@ report() {
       for (q = 1; q <= ns; q++) {
         n = rs[q]
         printf "\n%d ranks: time (us) and busbw (GB/s)\n\n", n
-        printf "| size | srccl us | srccl busbw | OMPI-tcp us | OMPI-tcp busbw | OMPI-shm us | OMPI-shm busbw | srccl/OMPI-tcp busbw |\n"
-        printf "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+        printf "| size | srccl-udp us | busbw | OMPI-tcp us | busbw | srccl-shm us | busbw | OMPI-shm us | busbw | udp/OMPI-tcp busbw | shm/OMPI-shm busbw |\n"
+        printf "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
         met = 0; tot = 0; worst = 1e9; worst_at = ""
+        hmet = 0; hworst = 1e9; hworst_at = ""
         for (i = 1; i <= m; i++) {
           s = sz[i]
-          st = median("srccl" SUBSEP n SUBSEP s SUBSEP "t"); sb = median("srccl" SUBSEP n SUBSEP s SUBSEP "bw")
+          st = median("srccl-udp" SUBSEP n SUBSEP s SUBSEP "t"); sb = median("srccl-udp" SUBSEP n SUBSEP s SUBSEP "bw")
           tt = median("ompi-tcp" SUBSEP n SUBSEP s SUBSEP "t"); tb = median("ompi-tcp" SUBSEP n SUBSEP s SUBSEP "bw")
+          mt = median("srccl-shm" SUBSEP n SUBSEP s SUBSEP "t"); mb = median("srccl-shm" SUBSEP n SUBSEP s SUBSEP "bw")
           ht = median("ompi-shm" SUBSEP n SUBSEP s SUBSEP "t"); hb = median("ompi-shm" SUBSEP n SUBSEP s SUBSEP "bw")
           ratio = tb > 0 ? sb / tb : 0
-          printf "| %s | %.1f | %.4f | %.1f | %.4f | %.1f | %.4f | %.2f |\n", hsize(s), st, sb, tt, tb, ht, hb, ratio
+          hratio = hb > 0 ? mb / hb : 0
+          printf "| %s | %.1f | %.4f | %.1f | %.4f | %.1f | %.4f | %.1f | %.4f | %.2f | %.2f |\n", hsize(s), st, sb, tt, tb, mt, mb, ht, hb, ratio, hratio
           if (s >= 65536) {
-            tot++; if (ratio >= 1) met++
+            tot++; if (ratio >= 1) met++; if (hratio >= 1) hmet++
             if (ratio < worst) { worst = ratio; worst_at = hsize(s) }
+            if (hratio < hworst) { hworst = hratio; hworst_at = hsize(s) }
           }
-          if (s == 8) lat = tt > 0 ? st / tt : 0
+          if (s == 8) { lat = tt > 0 ? st / tt : 0; hlat = ht > 0 ? mt / ht : 0 }
         }
-        printf "\n%d ranks: srccl busbw >= OMPI-tcp at %d of %d sizes >= 64 KiB (lowest ratio %.2f at %s); 8 B latency srccl/OMPI-tcp = %.2f (target <= 1)\n", n, met, tot, worst, worst_at, lat
+        printf "\n%d ranks: srccl-udp busbw >= OMPI-tcp at %d of %d sizes >= 64 KiB (lowest ratio %.2f at %s); 8 B latency srccl-udp/OMPI-tcp = %.2f (target <= 1)\n", n, met, tot, worst, worst_at, lat
+        printf "%d ranks: srccl-shm busbw >= OMPI-shm at %d of %d sizes >= 64 KiB (lowest ratio %.2f at %s); 8 B latency srccl-shm/OMPI-shm = %.2f\n", n, hmet, tot, hworst, hworst_at, hlat
       }
     }' "$tmp/rows"
 }

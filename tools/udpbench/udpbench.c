@@ -2,7 +2,8 @@
  * the yardstick bench/run.sh holds softrdma against. A benchmark, never a
  * test: every figure depends on the machine and on its load.
  *
- *   srdma-udpbench [-m plain|gso|pingpong|pingack|all] [-t SECONDS] [-a 127.x.y.z]
+ *   srdma-udpbench [-m plain|gso|pingpong|pingack|memcpy|shmpingpong|all] [-t SECONDS]
+ *                  [-a 127.x.y.z]
  *                  [-n ITERS] [-s BYTES] [-S SEGMENT] [-g SEGMENTS]
  *
  *   plain     goodput of SEGMENT-byte datagrams (default 4096), sendmmsg and
@@ -19,6 +20,12 @@
  *             before it (a RoCEv2 ACK) in one UDP GSO send of two segments,
  *             received with UDP_GRO; how softrdma's RC ping-pong must send
  *             when every message needs its ACK before the next.
+ *   memcpy    the same-host limits of softrdma's shared-memory path: one
+ *             core's copy rate of 4 KiB pieces of a 64 KiB buffer into a
+ *             4 MiB ring (what each side of a transfer through shared memory
+ *             does once per byte) for SECONDS;
+ *   shmpingpong  round trip of a cache line between two processes spinning
+ *             on shared memory, median over ITERS.
  *
  * The receiving / echoing side is a forked child, so that the two ends are
  * two processes like two softrdma devices. Both sockets are bound before the
@@ -40,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -550,12 +558,101 @@ static int run_pingpong(const struct opts *o)
     return rc;
 }
 
+/* ---- shared-memory limits ------------------------------------------------ */
+
+static int run_memcpy(const struct opts *o)
+{
+    enum { SRC = 65536, RING = 4 << 20, PIECE = 4096 };
+    uint8_t *src = malloc(SRC), *ring = malloc(RING);
+    if (!src || !ring) {
+        free(src);
+        free(ring);
+        return -1;
+    }
+    memset(src, 0x5a, SRC);
+    memset(ring, 0, RING);
+    uint64_t start = now_ns(), end = start + (uint64_t)(o->seconds * 1e9), bytes = 0, t = start;
+    size_t r = 0;
+    while (t < end) {
+        for (int i = 0; i < 256; i++) {
+            memcpy(ring + r, src + (r % SRC), PIECE);
+            r = (r + PIECE) % RING;
+        }
+        bytes += 256 * PIECE;
+        t = now_ns();
+    }
+    volatile uint8_t sink = ring[r];
+    (void)sink;
+    printf("memcpy_4k_gbps %.2f\n", (double)bytes * 8 / (double)(t - start));
+    free(src);
+    free(ring);
+    return 0;
+}
+
+static int run_shm_pingpong(const struct opts *o)
+{
+    struct line {
+        _Alignas(64) volatile uint64_t v;
+    };
+    struct line *l = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (l == MAP_FAILED)
+        return -1;
+    l[0].v = l[1].v = 0;
+    uint64_t rounds = (uint64_t)o->iters + WARMUP_ROUNDS;
+    uint64_t budget = (uint64_t)(o->seconds * 1e9) + (uint64_t)CHILD_GRACE_S * 1000000000ull;
+    pid_t pid = fork();
+    if (pid == 0) { /* echo each value from line 0 on line 1 */
+        uint64_t stop = now_ns() + budget;
+        for (uint64_t seq = 1; seq <= rounds; seq++) {
+            for (unsigned k = 0; l[0].v != seq; k++)
+                if (k % POLL_CLOCK_EVERY == 0 && now_ns() > stop)
+                    _exit(1);
+            l[1].v = seq;
+        }
+        _exit(0);
+    }
+    if (pid < 0)
+        return -1;
+    uint64_t *samples = malloc(sizeof(*samples) * (size_t)o->iters);
+    int n = 0;
+    uint64_t end = now_ns() + (uint64_t)(o->seconds * 1e9);
+    for (uint64_t seq = 1; seq <= rounds; seq++) {
+        uint64_t t0 = now_ns();
+        l[0].v = seq;
+        while (l[1].v != seq)
+            ;
+        if (seq > WARMUP_ROUNDS && samples)
+            samples[n++] = now_ns() - t0;
+        if (now_ns() > end) { /* let the child finish its loop */
+            for (uint64_t s2 = seq + 1; s2 <= rounds; s2++) {
+                l[0].v = s2;
+                while (l[1].v != s2)
+                    ;
+            }
+            break;
+        }
+    }
+    reap(pid);
+    int rc = -1;
+    if (n > 0) {
+        qsort(samples, (size_t)n, sizeof(*samples), cmp_u64);
+        double med = (double)samples[n / 2] / 1e3;
+        printf("shm_pingpong_rtt_us %.3f\n", med);
+        printf("shm_half_rtt_us %.3f\n", med / 2);
+        rc = 0;
+    }
+    free(samples);
+    munmap(l, 4096);
+    return rc;
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: srdma-udpbench [-m plain|gso|pingpong|pingack|all] [-t SECONDS] "
-                    "[-a 127.x.y.z] [-n ITERS] [-s BYTES] [-S SEGMENT] [-g SEGMENTS]\n");
+    fprintf(stderr,
+            "usage: srdma-udpbench [-m plain|gso|pingpong|pingack|memcpy|shmpingpong|all] "
+            "[-t SECONDS] [-a 127.x.y.z] [-n ITERS] [-s BYTES] [-S SEGMENT] [-g SEGMENTS]\n");
 }
 
 int main(int argc, char **argv)
@@ -609,7 +706,7 @@ int main(int argc, char **argv)
     }
     bool all = strcmp(o.mode, "all") == 0;
     if (!all && strcmp(o.mode, "plain") && strcmp(o.mode, "gso") && strcmp(o.mode, "pingpong") &&
-        strcmp(o.mode, "pingack")) {
+        strcmp(o.mode, "pingack") && strcmp(o.mode, "memcpy") && strcmp(o.mode, "shmpingpong")) {
         usage();
         return 2;
     }
@@ -626,5 +723,9 @@ int main(int argc, char **argv)
         o.ack = true;
         fails += run_pingpong(&o) != 0;
     }
+    if (all || !strcmp(o.mode, "memcpy"))
+        fails += run_memcpy(&o) != 0;
+    if (all || !strcmp(o.mode, "shmpingpong"))
+        fails += run_shm_pingpong(&o) != 0;
     return fails ? 1 : 0;
 }
