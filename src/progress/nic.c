@@ -45,6 +45,7 @@ struct sr_nic {
     struct sr_engine *eng;
     struct sr_udp *udp;
     struct sr_shm *shm; /* NULL: UDP only */
+    bool shm_backlog;   /* packets wait for room in a peer's ring */
     pthread_t thread;
     int epfd, evfd;
     atomic_bool stop;
@@ -124,6 +125,11 @@ static int nic_tx(void *ctx, const struct sr_tx_pkt *pkt)
     struct sr_nic *nic = ctx;
     if (nic->shm) {
         int r = sr_shm_send(nic->shm, pkt); /* copies: pkt->flush holds */
+        if (r == 0 && !nic->shm_backlog && sr_shm_backlogged(nic->shm)) {
+            nic->shm_backlog = true; /* the NIC thread must come back for it */
+            if (atomic_load(&nic->sleep_until))
+                nic_wake(nic);
+        }
         if (r != SR_SHM_REMOTE)
             return r;
     }
@@ -173,6 +179,8 @@ static int nic_pass(struct sr_nic *nic)
     uint64_t now = total ? sr_nic_now() : nic->now;
     if (sr_engine_next_deadline(nic->eng) <= now)
         sr_engine_advance(nic->eng, now);
+    if (nic->shm)
+        nic->shm_backlog = !sr_shm_flush(nic->shm);
     sr_udp_flush(nic->udp);
     return total;
 }
@@ -338,6 +346,10 @@ static void *nic_thread(void *arg)
         }
         bool spin = now - last_busy < nic->spin_ns && now - app_seen > nic->app_idle_ns;
         bool nap = spin && slack && bytes >= BULK_BYTES;
+        if (nic->shm_backlog) { /* never block with packets unsent */
+            spin = true;
+            nap |= !n; /* a receiver behind: give it the CPU, come back */
+        }
         if (nap)
             nic_release_acks(nic, UINT64_MAX); /* the nap holds back no ACK */
         if (!spin && nic->shm && !sr_shm_sleep(nic->shm))

@@ -161,28 +161,40 @@ static void test_wrap(void)
     sr_shm_close(b);
 }
 
-/* A full ring drops (SR_ERR_BUSY), like a full socket; draining makes
- * room again. */
-static void test_full(void)
+/* A receiver that falls behind: what does not fit its ring waits in the
+ * sender's backlog and goes in, in order, as room appears (sends
+ * interleaved with partial drains); nothing is dropped. */
+static void test_backlog(void)
 {
     struct sr_shm *a = dev_open(1, 4791), *b = dev_open(2, 4791);
     struct pkt p;
+    /* 4096 + 12 + 4 + 8 bytes: 65 aligned lines per record */
+    const uint32_t fit = SR_SHM_RING / 4160, total = 3 * fit + 100;
     uint32_t seq = 0;
-    int err = 0;
-    while (seq < 10000 && (err = sr_shm_send(a, pkt_make(&p, 2, seq, 4096, 0))) == 0)
-        seq++;
-    SR_CHECK_EQ(err, SR_ERR_BUSY);
-    /* 4096 + 12 + 4 + 8 bytes, each record 64-byte aligned */
-    SR_CHECK_EQ(seq, SR_SHM_RING / 4160);
+    int fails = 0;
+    for (; seq < 2 * fit; seq++)
+        fails += sr_shm_send(a, pkt_make(&p, 2, seq, 4096, 0)) != 0;
+    SR_CHECK_EQ(fails, 0);
     struct sr_shm_stats st;
     sr_shm_stats(a, &st);
-    SR_CHECK_EQ(st.tx_drops, 1);
+    SR_CHECK_EQ(st.tx_queued, fit);
+    SR_CHECK_EQ(st.tx_drops, 0);
+    SR_CHECK(!sr_shm_flush(a)); /* the ring is still full */
     struct rx r = {.len = {4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}};
-    SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 100000), (int)seq);
+    uint32_t got = 0;
+    for (int round = 0; round < 10000 && got < total; round++) {
+        got += (uint32_t)sr_shm_recv(b, rx_cb, &r, 300);
+        if (seq < total) /* new packets queue behind the backlog */
+            fails += sr_shm_send(a, pkt_make(&p, 2, seq++, 4096, 0)) != 0;
+        sr_shm_flush(a);
+    }
+    SR_CHECK_EQ(fails, 0);
+    SR_CHECK_EQ(got, total);
     SR_CHECK_EQ(r.bad, 0);
-    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, seq, 4096, 0)), 0);
-    SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 100000), 1);
-    SR_CHECK_EQ(r.bad, 0);
+    SR_CHECK_EQ(r.next_seq, total);
+    SR_CHECK(sr_shm_flush(a));
+    sr_shm_stats(a, &st);
+    SR_CHECK_EQ(st.tx_drops, 0);
     sr_shm_close(a);
     sr_shm_close(b);
 }
@@ -353,6 +365,59 @@ static void test_dead_process(void)
     sr_shm_close(b);
 }
 
+/* The address's receiver crashed and a new process took the address
+ * (here: a second device replaces the first's mailbox): the sender finds
+ * out when the old ring stays full and moves to the new mailbox. */
+static void test_restart(void)
+{
+    struct sr_shm *a = dev_open(1, 4791), *b = dev_open(2, 4791);
+    struct pkt p;
+    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 0, 10, 0)), 0);
+    struct sr_shm *b2 = dev_open(2, 4791); /* b is never read again */
+    uint32_t seq = 1;
+    int fails = 0;
+    for (; seq < 2 * (SR_SHM_RING / 4160); seq++)
+        fails += sr_shm_send(a, pkt_make(&p, 2, seq, 4096, 0)) != 0;
+    SR_CHECK_EQ(fails, 0);
+    struct rx r = {.len = {4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}};
+    int got = sr_shm_recv(b2, rx_cb, &r, 100000);
+    SR_CHECK(got > 0);
+    SR_CHECK_EQ(r.bad, 1); /* the first one it sees follows a gap */
+    SR_CHECK_EQ(r.next_seq, seq);
+    sr_shm_close(a);
+    sr_shm_close(b2);
+    sr_shm_close(b);
+}
+
+/* A forked child that exits does not close its parent's mailbox; a FIFO
+ * under a mailbox's name does not hang a device's open. */
+static void test_fork_fifo(void)
+{
+    struct sr_shm *b = dev_open(2, 4791);
+    pid_t pid = fork();
+    if (pid == 0) {
+        sr_shm_unlink(b); /* what the library's exit handler does */
+        _exit(0);
+    }
+    waitpid(pid, NULL, 0);
+    SR_CHECK_EQ(dir_count(), 2);
+    struct stat st;
+    char fifo[200];
+    SR_CHECK_EQ(stat("/proc/self/ns/net", &st), 0);
+    snprintf(fifo, sizeof(fifo), "%s/softrdma-%lu-fifo", dir, (unsigned long)st.st_ino);
+    SR_CHECK_EQ(mkfifo(fifo, 0600), 0);
+    alarm(20); /* a hang fails the test instead of stalling it */
+    struct sr_shm *a = dev_open(1, 4791);
+    alarm(0);
+    struct pkt p;
+    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 0, 10, 0)), 0);
+    struct rx r = {.len = {10}};
+    SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 64), 1);
+    unlink(fifo);
+    sr_shm_close(a);
+    sr_shm_close(b);
+}
+
 static void rm_dir(void)
 {
     DIR *d = opendir(dir);
@@ -376,12 +441,14 @@ int main(void)
     }
     SR_RUN(test_roundtrip);
     SR_RUN(test_wrap);
-    SR_RUN(test_full);
+    SR_RUN(test_backlog);
     SR_RUN(test_doorbell);
     SR_RUN(test_close);
     SR_RUN(test_slots);
     SR_RUN(test_corrupt);
     SR_RUN(test_dead_process);
+    SR_RUN(test_restart);
+    SR_RUN(test_fork_fifo);
     rm_dir();
     return SR_TEST_RESULT();
 }

@@ -47,6 +47,11 @@ enum {
     SHM_ALIGN = 64,
     SHM_SWEEP_EVERY = 64, /* sleeps between looks for dead senders */
 };
+/* A sender's backlog per peer, for packets the ring has no room for (a
+ * receiver that fell behind): grows from MIN up to MAX, then drops. The
+ * transport's windows (2048 packets per QP) bound what can be in flight. */
+#define SHM_BACKLOG_MIN (1u << 20)
+#define SHM_BACKLOG_MAX (256u << 20)
 
 enum { SLOT_FREE, SLOT_CLAIMED, SLOT_LIVE, SLOT_CLOSED };
 
@@ -54,7 +59,8 @@ struct shm_slot {
     _Atomic uint32_t state;
     uint32_t pid; /* the sender's process, for the dead-sender sweep */
     uint8_t gid[16];
-    uint8_t pad[40];
+    uint64_t pidns; /* where pid means that process */
+    uint8_t pad[32];
 };
 
 struct shm_hdr {
@@ -84,7 +90,13 @@ struct shm_peer {
     uint8_t *ring;       /* our slot: control page, then the ring */
     unsigned slot;
     uint64_t head, tail_seen;
+    unsigned long ino; /* the mailbox file attached */
+    unsigned full;     /* ring-full events since the last liveness check */
     struct sockaddr_un bell;
+    /* Packets the ring had no room for, in ring record format, waiting to
+     * go in order: [bl_off, bl_len) of bl. */
+    uint8_t *bl;
+    size_t bl_cap, bl_off, bl_len;
 };
 
 struct sr_shm {
@@ -93,13 +105,15 @@ struct sr_shm {
     char dir[64];
     char path[160]; /* our mailbox */
     char bell_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-    unsigned long netns;
+    unsigned long netns, pidns;
+    uint32_t pid;        /* the process that opened the device (not a forked child) */
     struct shm_hdr *hdr; /* our mailbox, mapped whole */
     size_t map_len;
     int bell_fd; /* our doorbell (bound) */
     int ring_fd; /* unbound, for ringing peers' doorbells */
     unsigned rx_next, sleeps;
     uint32_t peer_cnt, last;
+    uint32_t backlogged; /* peers with a backlog */
     struct shm_peer peer[SR_SHM_PEERS];
     struct sr_shm_stats stats;
 };
@@ -172,16 +186,20 @@ static void sweep_stale(const struct sr_shm *s, unsigned long pidns)
         size_t n = strlen(name);
         if (strncmp(name, prefix, (size_t)plen) || (n > 5 && !strcmp(name + n - 5, ".bell")))
             continue;
-        int fd = openat(dirfd(d), name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        /* O_NONBLOCK: a FIFO under such a name must not hang the open */
+        int fd = openat(dirfd(d), name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         if (fd < 0)
             continue;
         struct shm_hdr h;
-        bool stale = pread(fd, &h, offsetof(struct shm_hdr, sleeping), 0) ==
+        struct stat st, now;
+        bool stale = !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+                     pread(fd, &h, offsetof(struct shm_hdr, sleeping), 0) ==
                          (ssize_t)offsetof(struct shm_hdr, sleeping) &&
                      h.magic == SHM_MAGIC && h.version == SHM_VERSION && h.pidns == pidns &&
                      (atomic_load(&h.closed) || pid_gone(h.pid));
         close(fd);
-        if (!stale)
+        /* the name may have been taken by a new owner since */
+        if (!stale || fstatat(dirfd(d), name, &now, AT_SYMLINK_NOFOLLOW) || now.st_ino != st.st_ino)
             continue;
         char bell[300];
         snprintf(bell, sizeof(bell), "%s.bell", name);
@@ -201,10 +219,15 @@ int sr_shm_open(const struct sr_shm_cfg *cfg, struct sr_shm **out)
     memcpy(s->gid, cfg->gid, 16);
     s->port = cfg->port;
     s->netns = ns_id("/proc/self/ns/net");
-    unsigned long pidns = ns_id("/proc/self/ns/pid");
+    unsigned long pidns = s->pidns = ns_id("/proc/self/ns/pid");
+    s->pid = (uint32_t)getpid();
     int err = SR_ERR_INVAL;
     if (strlen(dir) >= sizeof(s->dir))
         goto err_free;
+    err = SR_ERR_NOTSUP; /* no /proc: namespaces cannot be told apart */
+    if (!s->netns || !s->pidns)
+        goto err_free;
+    err = SR_ERR_INVAL;
     snprintf(s->dir, sizeof(s->dir), "%s", dir);
     shm_name(s, s->gid, s->port, s->path, sizeof(s->path));
     struct sockaddr_un sa;
@@ -270,23 +293,33 @@ err_free:
     return err;
 }
 
+static bool backlog_empty(const struct shm_peer *p);
+
 static struct shm_ctl *peer_ctl(const struct shm_peer *p)
 {
     return (struct shm_ctl *)p->ring;
 }
 
-static void peer_detach(struct shm_peer *p)
+static void peer_detach(struct sr_shm *s, struct shm_peer *p)
 {
     if (p->kind != PEER_SHM)
         return;
     atomic_store_explicit(&p->hdr->slot[p->slot].state, SLOT_CLOSED, memory_order_release);
     munmap(p->ring, SHM_SLOT_BYTES);
     munmap(p->hdr, SHM_HDR_BYTES);
+    if (!backlog_empty(p))
+        s->backlogged--;
+    free(p->bl);
+    p->bl = NULL;
+    p->bl_cap = p->bl_off = p->bl_len = 0;
     p->kind = PEER_REMOTE;
+    s->stats.peers--;
 }
 
 void sr_shm_unlink(struct sr_shm *s)
 {
+    if ((uint32_t)getpid() != s->pid)
+        return; /* a forked child exiting: the mailbox is its parent's */
     atomic_store(&s->hdr->closed, 1);
     unlink(s->path);
     unlink(s->bell_path);
@@ -298,7 +331,7 @@ void sr_shm_close(struct sr_shm *s)
         return;
     sr_shm_unlink(s);
     for (uint32_t i = 0; i < s->peer_cnt; i++)
-        peer_detach(&s->peer[i]);
+        peer_detach(s, &s->peer[i]);
     munmap(s->hdr, s->map_len);
     close(s->bell_fd);
     close(s->ring_fd);
@@ -353,7 +386,10 @@ static bool peer_attach(struct sr_shm *s, struct shm_peer *p)
     atomic_store_explicit(&c->head, 0, memory_order_relaxed);
     atomic_store_explicit(&c->tail, 0, memory_order_relaxed);
     h->slot[i].pid = (uint32_t)getpid();
+    h->slot[i].pidns = s->pidns;
     memcpy(h->slot[i].gid, s->gid, 16);
+    p->ino = (unsigned long)st.st_ino;
+    p->full = 0;
     atomic_store_explicit(&h->slot[i].state, SLOT_LIVE, memory_order_release);
     atomic_fetch_or(&h->active, 1ull << i);
     p->kind = PEER_SHM;
@@ -400,6 +436,133 @@ static void ring_bell(struct sr_shm *s, struct shm_peer *p)
         s->stats.tx_bells++;
 }
 
+/* Room for a record of len bytes at the ring's head (after a wrap mark
+ * when the end is too near); NULL when the ring is full. */
+static uint8_t *ring_claim(struct shm_peer *p, uint32_t len)
+{
+    uint32_t rec = rec_bytes(len);
+    uint8_t *data = p->ring + SHM_CTL_BYTES;
+    uint32_t pos = (uint32_t)(p->head % SR_SHM_RING), room = SR_SHM_RING - pos;
+    uint64_t need = room < rec ? room + rec : rec;
+    if (p->head + need - p->tail_seen > SR_SHM_RING) {
+        p->tail_seen = atomic_load_explicit(&peer_ctl(p)->tail, memory_order_acquire);
+        if (p->head + need - p->tail_seen > SR_SHM_RING)
+            return NULL;
+    }
+    if (room < rec) { /* room >= SHM_ALIGN: records are aligned */
+        uint32_t wrap[2] = {SHM_WRAP, 0};
+        memcpy(data + pos, wrap, sizeof(wrap));
+        p->head += room;
+        pos = 0;
+    }
+    return data + pos;
+}
+
+/* Publishes the record written at the claimed place. */
+static void ring_commit(struct shm_peer *p, uint32_t len)
+{
+    p->head += rec_bytes(len);
+    atomic_store_explicit(&peer_ctl(p)->head, p->head, memory_order_release);
+}
+
+/* After publishing: ring the receiver if it went to sleep. */
+static void ring_notify(struct sr_shm *s, struct shm_peer *p)
+{
+    atomic_thread_fence(memory_order_seq_cst); /* pairs with sr_shm_sleep */
+    if (atomic_load_explicit(&p->hdr->sleeping, memory_order_relaxed) &&
+        atomic_exchange(&p->hdr->sleeping, 0))
+        ring_bell(s, p);
+}
+
+static bool backlog_empty(const struct shm_peer *p)
+{
+    return p->bl_off == p->bl_len;
+}
+
+/* The receiver closed its device, died, or its address has another
+ * mailbox now (it crashed and a new process took the address). */
+static bool peer_gone(const struct sr_shm *s, const struct shm_peer *p)
+{
+    if (atomic_load_explicit(&p->hdr->closed, memory_order_relaxed))
+        return true;
+    if (p->hdr->pidns == s->pidns && pid_gone(p->hdr->pid))
+        return true;
+    char path[sizeof(s->path)];
+    shm_name(s, p->gid, SR_SHM_DEFAULT_PORT, path, sizeof(path));
+    struct stat st;
+    return stat(path, &st) || (unsigned long)st.st_ino != p->ino;
+}
+
+/* A full ring: is its receiver still there? Asked at the first full ring
+ * and every 256th after (two system calls). */
+static bool peer_check(const struct sr_shm *s, struct shm_peer *p)
+{
+    return ++p->full % 256 == 1 && peer_gone(s, p);
+}
+
+/* Leaves a gone receiver's mailbox (its ring and the backlog are lost:
+ * the transport retransmits) and attaches to the address's new one, if
+ * any; false: the address is not reachable here any more. */
+static bool peer_renew(struct sr_shm *s, struct shm_peer *p)
+{
+    peer_detach(s, p);
+    if (!peer_attach(s, p))
+        return false;
+    s->stats.peers++;
+    return true;
+}
+
+/* Moves backlogged records into the ring while it has room; true when
+ * the backlog is empty. */
+static bool backlog_flush(struct sr_shm *s, struct shm_peer *p)
+{
+    bool moved = false;
+    while (!backlog_empty(p)) {
+        uint32_t len;
+        memcpy(&len, p->bl + p->bl_off, 4);
+        uint8_t *r = ring_claim(p, len);
+        if (!r)
+            break;
+        memcpy(r, p->bl + p->bl_off, SHM_REC_HDR + len);
+        ring_commit(p, len);
+        p->bl_off += rec_bytes(len);
+        moved = true;
+    }
+    if (moved)
+        ring_notify(s, p);
+    else if (peer_check(s, p))
+        return !peer_renew(s, p) || backlog_empty(p); /* the backlog went with it */
+    if (!backlog_empty(p))
+        return false;
+    p->bl_off = p->bl_len = 0;
+    s->backlogged--;
+    return true;
+}
+
+/* Room for a record in the backlog (grown, compacted); NULL at the cap. */
+static uint8_t *backlog_claim(struct shm_peer *p, uint32_t len)
+{
+    size_t rec = rec_bytes(len);
+    if (p->bl_len + rec > p->bl_cap && p->bl_off) {
+        memmove(p->bl, p->bl + p->bl_off, p->bl_len - p->bl_off);
+        p->bl_len -= p->bl_off;
+        p->bl_off = 0;
+    }
+    if (p->bl_len + rec > p->bl_cap) {
+        size_t cap = p->bl_cap ? 2 * p->bl_cap : SHM_BACKLOG_MIN;
+        while (cap < p->bl_len + rec)
+            cap *= 2;
+        uint8_t *n = cap <= SHM_BACKLOG_MAX ? realloc(p->bl, cap) : NULL;
+        if (!n)
+            return NULL;
+        p->bl = n;
+        p->bl_cap = cap;
+    }
+    uint8_t *r = p->bl + p->bl_len;
+    p->bl_len += rec;
+    return r;
+}
+
 int sr_shm_send(struct sr_shm *s, const struct sr_tx_pkt *t)
 {
     if (!t || !t->hdr || !t->dgid || t->hdr_len < SR_BTH_LEN || t->pad_len > 3 ||
@@ -411,36 +574,38 @@ int sr_shm_send(struct sr_shm *s, const struct sr_tx_pkt *t)
     struct shm_peer *p = peer_find(s, t->dgid);
     if (!p || p->kind != PEER_SHM)
         return SR_SHM_REMOTE;
-    if (atomic_load_explicit(&p->hdr->closed, memory_order_relaxed)) {
-        peer_detach(p); /* its packets go to UDP from now on */
-        s->stats.peers--;
-        return SR_SHM_REMOTE;
-    }
+    if (atomic_load_explicit(&p->hdr->closed, memory_order_relaxed) && !peer_renew(s, p))
+        return SR_SHM_REMOTE; /* its packets go to UDP from now on */
     uint64_t sum = 0;
     for (uint32_t i = 0; i < t->iov_cnt; i++)
         sum += t->iov[i].len;
     if (sum != t->payload_len)
         return SR_ERR_INVAL;
 
-    uint32_t len = (uint32_t)len64, rec = rec_bytes(len);
-    struct shm_ctl *c = peer_ctl(p);
-    uint8_t *data = p->ring + SHM_CTL_BYTES;
-    uint32_t pos = (uint32_t)(p->head % SR_SHM_RING), room = SR_SHM_RING - pos;
-    uint64_t need = room < rec ? room + rec : rec;
-    if (p->head + need - p->tail_seen > SR_SHM_RING) {
-        p->tail_seen = atomic_load_explicit(&c->tail, memory_order_acquire);
-        if (p->head + need - p->tail_seen > SR_SHM_RING) {
+    /* Packets keep their order: while some wait in the backlog, new ones
+     * queue behind them. */
+    uint32_t len = (uint32_t)len64;
+    bool queued = !backlog_empty(p) && !backlog_flush(s, p);
+    if (p->kind != PEER_SHM)
+        return SR_SHM_REMOTE; /* backlog_flush found it gone */
+    uint8_t *r = queued ? NULL : ring_claim(p, len);
+    if (!r && peer_check(s, p)) {
+        if (!peer_renew(s, p))
+            return SR_SHM_REMOTE;
+        r = ring_claim(p, len);
+    }
+    bool in_ring = r != NULL;
+    if (!r) {
+        bool was_empty = backlog_empty(p);
+        r = backlog_claim(p, len);
+        if (!r) {
             s->stats.tx_drops++;
             return SR_ERR_BUSY;
         }
+        if (was_empty)
+            s->backlogged++;
+        s->stats.tx_queued++;
     }
-    if (room < rec) { /* room >= SHM_ALIGN: records are aligned */
-        uint32_t wrap[2] = {SHM_WRAP, 0};
-        memcpy(data + pos, wrap, sizeof(wrap));
-        p->head += room;
-        pos = 0;
-    }
-    uint8_t *r = data + pos;
     uint32_t rh[2] = {len, 0};
     memcpy(r, rh, sizeof(rh));
     uint8_t *w = r + SHM_REC_HDR;
@@ -453,15 +618,28 @@ int sr_shm_send(struct sr_shm *s, const struct sr_tx_pkt *t)
         w += t->iov[i].len;
     }
     memset(w, 0, t->pad_len + SR_ICRC_LEN);
-    p->head += rec;
-    atomic_store_explicit(&c->head, p->head, memory_order_release);
     s->stats.tx_pkts++;
     s->stats.tx_bytes += len;
-    atomic_thread_fence(memory_order_seq_cst); /* pairs with sr_shm_sleep */
-    if (atomic_load_explicit(&p->hdr->sleeping, memory_order_relaxed) &&
-        atomic_exchange(&p->hdr->sleeping, 0))
-        ring_bell(s, p);
+    if (in_ring) {
+        ring_commit(p, len);
+        ring_notify(s, p);
+    }
     return 0;
+}
+
+bool sr_shm_backlogged(const struct sr_shm *s)
+{
+    return s->backlogged != 0;
+}
+
+bool sr_shm_flush(struct sr_shm *s)
+{
+    for (uint32_t i = 0; s->backlogged && i < s->peer_cnt; i++) {
+        struct shm_peer *p = &s->peer[i];
+        if (p->kind == PEER_SHM && !backlog_empty(p))
+            backlog_flush(s, p);
+    }
+    return s->backlogged == 0;
 }
 
 static struct shm_ctl *own_ctl(const struct sr_shm *s, unsigned i)
@@ -472,6 +650,9 @@ static struct shm_ctl *own_ctl(const struct sr_shm *s, unsigned i)
 static void slot_free(struct sr_shm *s, unsigned i)
 {
     atomic_fetch_and(&s->hdr->active, ~(1ull << i));
+    /* the ring's pages go back to the system; the next sender reserves
+     * them again */
+    (void)madvise((uint8_t *)s->hdr + slot_offset(i), SHM_SLOT_BYTES, MADV_REMOVE);
     atomic_store_explicit(&s->hdr->slot[i].state, SLOT_FREE, memory_order_release);
 }
 
@@ -568,8 +749,8 @@ static void sweep_dead(struct sr_shm *s)
         struct shm_slot *sl = &s->hdr->slot[i];
         struct shm_ctl *c = own_ctl(s, i);
         if (atomic_load(&sl->state) == SLOT_LIVE &&
-            atomic_load(&c->head) == atomic_load(&c->tail) && kill((pid_t)sl->pid, 0) < 0 &&
-            errno == ESRCH)
+            atomic_load(&c->head) == atomic_load(&c->tail) && sl->pidns == s->pidns &&
+            pid_gone(sl->pid))
             slot_free(s, i);
     }
 }

@@ -18,11 +18,15 @@
  * flag, and a sender that finds the flag set rings the doorbell (one
  * datagram), whose socket the receiver's epoll watches.
  *
- * A full ring drops the packet (SR_ERR_BUSY), as a full socket queue
- * would: the transport retransmits. A peer that closed its device marks
- * its mailbox closed; a sender that sees it stops using the mailbox and
- * its packets go to UDP. Slots of senders that closed or died are reused
- * once their rings are drained.
+ * When a receiver falls behind and its ring fills, the sender keeps the
+ * packets in a backlog of its own (in order, up to 256 MiB per peer) and
+ * moves them into the ring as room appears (sr_shm_flush): dropping them
+ * would cost a retransmission of everything after them. Beyond the cap a
+ * packet is dropped (SR_ERR_BUSY), as a full socket queue would. A peer that closed its device
+ * marks its mailbox closed; a sender that sees it (or, when the ring stays full, finds the
+ * receiver dead or its address given a new mailbox) leaves the mailbox, takes the address's new
+ * one if there is one, and sends through UDP otherwise. Slots of senders that closed or died are
+ * reused once their rings are drained.
  *
  * The files are created 0600: only processes of the same user (which may
  * ptrace each other anyway) share them. Records are checked against the
@@ -77,12 +81,19 @@ int sr_shm_fd(const struct sr_shm *s);
  * pieces, t->pad_len zero bytes, 4 ICRC bytes left zero) into the ring of
  * t->dgid's mailbox. The payload is copied: t is not kept.
  * 0: sent. SR_SHM_REMOTE: t->dgid has no mailbox here (or no free slot):
- * nothing was sent, send it another way. SR_ERR_BUSY: ring full, dropped.
+ * nothing was sent, send it another way. SR_ERR_BUSY: ring and backlog
+ * full, dropped.
  * SR_ERR_INVAL: malformed packet. */
 int sr_shm_send(struct sr_shm *s, const struct sr_tx_pkt *t);
 
 /* Called once per packet, with the sender's address: both valid only
  * during the call (pkt points into the ring). */
+/* Moves backlogged packets into their rings as far as room allows; true
+ * when no backlog is left (the caller must come back otherwise). */
+bool sr_shm_flush(struct sr_shm *s);
+/* Some packets wait in a backlog. */
+bool sr_shm_backlogged(const struct sr_shm *s);
+
 typedef void (*sr_shm_rx_fn)(void *arg, const uint8_t *pkt, size_t len, const uint8_t *src_gid);
 /* Hand up to max waiting packets to cb, oldest first per sender. Returns
  * how many. cb may call sr_shm_send but not sr_shm_recv. */
@@ -100,7 +111,8 @@ void sr_shm_wake(struct sr_shm *s, bool rang);
 
 struct sr_shm_stats {
     uint64_t tx_pkts, tx_bytes; /* packets written to rings, their bytes */
-    uint64_t tx_drops;          /* ring full */
+    uint64_t tx_queued;         /* packets that waited in a backlog (ring full) */
+    uint64_t tx_drops;          /* ring and backlog full */
     uint64_t tx_bells;          /* doorbells rung */
     uint64_t rx_pkts, rx_bytes; /* packets handed to the callback, their bytes */
     uint64_t rx_bad;            /* records that broke the ring's bounds (ring dropped) */
