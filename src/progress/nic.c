@@ -19,7 +19,14 @@ enum {
     RX_BATCH = 64,
 };
 #define HANDOFF_MIN_NS 50000ull
-#define HANDOFF_GROW   4
+/* While peers send through shared memory, an empty UDP receive is most of
+ * an empty pass (a system call against a few loads): after UDP_IDLE_PASSES
+ * empty ones in a row, a pass looks at the socket only every UDP_SKIP-th
+ * time, until it finds a datagram. The NIC thread's epoll still watches
+ * the socket before it blocks. */
+#define UDP_IDLE_PASSES 256u
+#define UDP_SKIP        16u
+#define HANDOFF_GROW    4
 /* A passive NIC thread that spins between packets takes something from
  * the sending process on this machine even when it has time to spare (two
  * vCPUs: the sender sped up when the receiver slept instead; the cause is
@@ -46,6 +53,8 @@ struct sr_nic {
     struct sr_udp *udp;
     struct sr_shm *shm; /* NULL: UDP only */
     bool shm_backlog;   /* packets wait for room in a peer's ring */
+    uint32_t udp_idle;  /* empty UDP receives in a row */
+    uint32_t udp_skips; /* passes that left the socket alone */
     pthread_t thread;
     int epfd, evfd;
     atomic_bool stop;
@@ -120,6 +129,15 @@ static void nic_wake_clear(struct sr_nic *nic)
     (void)r;
 }
 
+/* Puts what the engine sent on its way: UDP's batch, shared memory's
+ * rings (and backlogs). */
+static void nic_flush_out(struct sr_nic *nic)
+{
+    if (nic->shm)
+        nic->shm_backlog = !sr_shm_flush(nic->shm);
+    sr_udp_flush(nic->udp);
+}
+
 static int nic_tx(void *ctx, const struct sr_tx_pkt *pkt)
 {
     struct sr_nic *nic = ctx;
@@ -168,7 +186,11 @@ static int nic_pass(struct sr_nic *nic)
     int total = 0;
     for (;;) {
         nic->now = sr_nic_now();
-        int n = sr_udp_recv(nic->udp, nic_rx, nic, RX_BATCH);
+        bool skip = nic->udp_idle >= UDP_IDLE_PASSES && nic->shm && sr_shm_active(nic->shm) &&
+                    ++nic->udp_skips % UDP_SKIP != 0;
+        int n = skip ? 0 : sr_udp_recv(nic->udp, nic_rx, nic, RX_BATCH);
+        if (!skip)
+            nic->udp_idle = n > 0 ? 0 : SR_MIN(nic->udp_idle + 1, UDP_IDLE_PASSES);
         int m = nic->shm ? sr_shm_recv(nic->shm, nic_rx, nic, RX_BATCH) : 0;
         if (n > 0)
             total += n;
@@ -179,9 +201,7 @@ static int nic_pass(struct sr_nic *nic)
     uint64_t now = total ? sr_nic_now() : nic->now;
     if (sr_engine_next_deadline(nic->eng) <= now)
         sr_engine_advance(nic->eng, now);
-    if (nic->shm)
-        nic->shm_backlog = !sr_shm_flush(nic->shm);
-    sr_udp_flush(nic->udp);
+    nic_flush_out(nic);
     return total;
 }
 
@@ -215,7 +235,7 @@ void sr_nic_app_blocks(struct sr_nic *nic)
 static void nic_release_acks(struct sr_nic *nic, uint64_t held_since)
 {
     if (sr_engine_release_acks(nic->eng, held_since))
-        sr_udp_flush(nic->udp);
+        nic_flush_out(nic);
 }
 
 void sr_nic_app_sleeps(struct sr_nic *nic)
@@ -272,7 +292,7 @@ static bool nic_nap(struct sr_nic *nic, bool *expired)
 
 void sr_nic_flush(struct sr_nic *nic)
 {
-    sr_udp_flush(nic->udp);
+    nic_flush_out(nic);
 }
 
 void sr_nic_kick(struct sr_nic *nic)

@@ -23,6 +23,14 @@ static void gid_of(uint8_t gid[16], uint32_t host)
     gid[15] = (uint8_t)host;
 }
 
+/* Send and publish at once (sr_shm_flush), like a burst of one. */
+static int xsend(struct sr_shm *s, const struct sr_tx_pkt *t)
+{
+    int r = sr_shm_send(s, t);
+    sr_shm_flush(s);
+    return r;
+}
+
 static struct sr_shm *dev_open(uint32_t host, uint16_t port)
 {
     struct sr_shm_cfg c = {.port = port, .dir = dir};
@@ -95,10 +103,10 @@ static void test_roundtrip(void)
     struct sr_shm *a = dev_open(1, 4791), *b = dev_open(2, 4791), *d = dev_open(4, 5000);
     struct pkt p;
     /* no mailbox: another driver's */
-    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 3, 0, 10, 0)), SR_SHM_REMOTE);
+    SR_CHECK_EQ(xsend(a, pkt_make(&p, 3, 0, 10, 0)), SR_SHM_REMOTE);
     /* a mailbox on another port: senders look for 4791 only, like UDP */
-    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 4, 0, 10, 0)), SR_SHM_REMOTE);
-    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 0, 1000, 2)), 0);
+    SR_CHECK_EQ(xsend(a, pkt_make(&p, 4, 0, 10, 0)), SR_SHM_REMOTE);
+    SR_CHECK_EQ(xsend(a, pkt_make(&p, 2, 0, 1000, 2)), 0);
     struct rx r = {.len = {1000}, .pad = 2};
     SR_CHECK(sr_shm_pending(b));
     SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 64), 1);
@@ -119,15 +127,15 @@ static void test_roundtrip(void)
     /* malformed: short header, pad > 3, pieces that do not add up, too big */
     pkt_make(&p, 2, 1, 10, 0);
     p.t.hdr_len = 11;
-    SR_CHECK_EQ(sr_shm_send(a, &p.t), SR_ERR_INVAL);
+    SR_CHECK_EQ(xsend(a, &p.t), SR_ERR_INVAL);
     pkt_make(&p, 2, 1, 10, 4);
-    SR_CHECK_EQ(sr_shm_send(a, &p.t), SR_ERR_INVAL);
+    SR_CHECK_EQ(xsend(a, &p.t), SR_ERR_INVAL);
     pkt_make(&p, 2, 1, 10, 0);
     p.t.payload_len = 11;
-    SR_CHECK_EQ(sr_shm_send(a, &p.t), SR_ERR_INVAL);
+    SR_CHECK_EQ(xsend(a, &p.t), SR_ERR_INVAL);
     pkt_make(&p, 2, 1, 10, 0);
     p.t.payload_len = p.iov[1].len = SR_SHM_MAX_PKT;
-    SR_CHECK_EQ(sr_shm_send(a, &p.t), SR_ERR_INVAL);
+    SR_CHECK_EQ(xsend(a, &p.t), SR_ERR_INVAL);
     SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 64), 0);
     sr_shm_close(a);
     sr_shm_close(b);
@@ -146,7 +154,7 @@ static void test_wrap(void)
     int sent = 0, got = 0, fails = 0;
     while (bytes < 3ull * SR_SHM_RING) {
         for (int k = 0; k < 200; k++, seq++) {
-            fails += sr_shm_send(a, pkt_make(&p, 2, seq, r.len[seq % 8], 0)) != 0;
+            fails += xsend(a, pkt_make(&p, 2, seq, r.len[seq % 8], 0)) != 0;
             bytes += r.len[seq % 8];
             sent++;
         }
@@ -173,7 +181,7 @@ static void test_backlog(void)
     uint32_t seq = 0;
     int fails = 0;
     for (; seq < 2 * fit; seq++)
-        fails += sr_shm_send(a, pkt_make(&p, 2, seq, 4096, 0)) != 0;
+        fails += xsend(a, pkt_make(&p, 2, seq, 4096, 0)) != 0;
     SR_CHECK_EQ(fails, 0);
     struct sr_shm_stats st;
     sr_shm_stats(a, &st);
@@ -185,7 +193,7 @@ static void test_backlog(void)
     for (int round = 0; round < 10000 && got < total; round++) {
         got += (uint32_t)sr_shm_recv(b, rx_cb, &r, 300);
         if (seq < total) /* new packets queue behind the backlog */
-            fails += sr_shm_send(a, pkt_make(&p, 2, seq++, 4096, 0)) != 0;
+            fails += xsend(a, pkt_make(&p, 2, seq++, 4096, 0)) != 0;
         sr_shm_flush(a);
     }
     SR_CHECK_EQ(fails, 0);
@@ -195,6 +203,24 @@ static void test_backlog(void)
     SR_CHECK(sr_shm_flush(a));
     sr_shm_stats(a, &st);
     SR_CHECK_EQ(st.tx_drops, 0);
+    sr_shm_close(a);
+    sr_shm_close(b);
+}
+
+/* A burst is published whole: nothing of it is seen before the flush
+ * (an ACK and the request it rides with arrive together). */
+static void test_burst(void)
+{
+    struct sr_shm *a = dev_open(1, 4791), *b = dev_open(2, 4791);
+    struct pkt p;
+    struct rx r = {.len = {10, 20, 10, 20, 10, 20, 10, 20}};
+    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 0, 10, 0)), 0);
+    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 1, 20, 0)), 0);
+    SR_CHECK(!sr_shm_pending(b));
+    SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 64), 0);
+    SR_CHECK(sr_shm_flush(a));
+    SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 64), 2);
+    SR_CHECK_EQ(r.bad, 0);
     sr_shm_close(a);
     sr_shm_close(b);
 }
@@ -214,8 +240,8 @@ static void test_doorbell(void)
     struct rx r = {.len = {100, 100, 100, 100, 100, 100, 100, 100}};
     SR_CHECK(sr_shm_sleep(b));
     SR_CHECK(!readable(sr_shm_fd(b)));
-    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 0, 100, 0)), 0);
-    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 1, 100, 0)), 0);
+    SR_CHECK_EQ(xsend(a, pkt_make(&p, 2, 0, 100, 0)), 0);
+    SR_CHECK_EQ(xsend(a, pkt_make(&p, 2, 1, 100, 0)), 0);
     SR_CHECK(readable(sr_shm_fd(b)));
     struct sr_shm_stats st;
     sr_shm_stats(a, &st);
@@ -223,7 +249,7 @@ static void test_doorbell(void)
     sr_shm_wake(b, true);
     SR_CHECK(!readable(sr_shm_fd(b)));
     SR_CHECK(!sr_shm_sleep(b)); /* two packets wait */
-    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 2, 100, 0)), 0);
+    SR_CHECK_EQ(xsend(a, pkt_make(&p, 2, 2, 100, 0)), 0);
     sr_shm_stats(a, &st);
     SR_CHECK_EQ(st.tx_bells, 1);
     SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 64), 3);
@@ -253,7 +279,7 @@ static void test_close(void)
     SR_CHECK_EQ(dir_count(), 4);
     struct pkt p;
     struct rx r = {.len = {10, 10, 10, 10, 10, 10, 10, 10}};
-    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 0, 10, 0)), 0);
+    SR_CHECK_EQ(xsend(a, pkt_make(&p, 2, 0, 10, 0)), 0);
     sr_shm_close(a);
     struct sr_shm_stats st;
     sr_shm_stats(b, &st);
@@ -264,12 +290,12 @@ static void test_close(void)
     SR_CHECK_EQ(dir_count(), 2);
 
     a = dev_open(1, 4791);
-    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 1, 10, 0)), 0);
+    SR_CHECK_EQ(xsend(a, pkt_make(&p, 2, 1, 10, 0)), 0);
     sr_shm_close(b);
-    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 2, 10, 0)), SR_SHM_REMOTE);
+    SR_CHECK_EQ(xsend(a, pkt_make(&p, 2, 2, 10, 0)), SR_SHM_REMOTE);
     sr_shm_stats(a, &st);
     SR_CHECK_EQ(st.peers, 0);
-    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 3, 10, 0)), SR_SHM_REMOTE);
+    SR_CHECK_EQ(xsend(a, pkt_make(&p, 2, 3, 10, 0)), SR_SHM_REMOTE);
     sr_shm_close(a);
     SR_CHECK_EQ(dir_count(), 0);
 }
@@ -282,10 +308,10 @@ static void test_slots(void)
     int ok = 0;
     for (int i = 0; i <= SR_SHM_SLOTS; i++) {
         s[i] = dev_open(100 + (uint32_t)i, 4791);
-        ok += s[i] && sr_shm_send(s[i], pkt_make(&p, 2, 0, 10, 0)) == 0;
+        ok += s[i] && xsend(s[i], pkt_make(&p, 2, 0, 10, 0)) == 0;
     }
     SR_CHECK_EQ(ok, SR_SHM_SLOTS);
-    SR_CHECK_EQ(sr_shm_send(s[SR_SHM_SLOTS], pkt_make(&p, 2, 0, 10, 0)), SR_SHM_REMOTE);
+    SR_CHECK_EQ(xsend(s[SR_SHM_SLOTS], pkt_make(&p, 2, 0, 10, 0)), SR_SHM_REMOTE);
     struct rx r = {.len = {10, 10, 10, 10, 10, 10, 10, 10}};
     int got = 0;
     for (int i = 0; i < SR_SHM_SLOTS; i++) {
@@ -306,8 +332,8 @@ static void test_corrupt(void)
     struct sr_shm *a = dev_open(1, 4791), *b = dev_open(2, 4791);
     struct pkt p;
     struct rx r = {.len = {10, 10, 10, 10, 10, 10, 10, 10}};
-    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 0, 10, 0)), 0);
-    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 1, 10, 0)), 0);
+    SR_CHECK_EQ(xsend(a, pkt_make(&p, 2, 0, 10, 0)), 0);
+    SR_CHECK_EQ(xsend(a, pkt_make(&p, 2, 1, 10, 0)), 0);
     /* the layout (shm.c): 8 KiB header, slot 0's control page, its ring */
     char path[400];
     snprintf(path, sizeof(path), "%s", dir);
@@ -326,7 +352,7 @@ static void test_corrupt(void)
     sr_shm_stats(b, &st);
     SR_CHECK_EQ(st.rx_bad, 1);
     r.next_seq = 2;
-    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 2, 10, 0)), 0);
+    SR_CHECK_EQ(xsend(a, pkt_make(&p, 2, 2, 10, 0)), 0);
     SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 64), 1);
     SR_CHECK_EQ(r.bad, 0);
     sr_shm_close(a);
@@ -343,7 +369,7 @@ static void test_dead_process(void)
     if (pid == 0) {
         struct sr_shm *c = dev_open(9, 4791);
         struct pkt p;
-        _exit(c && sr_shm_send(c, pkt_make(&p, 2, 0, 10, 0)) == 0 ? 0 : 1);
+        _exit(c && xsend(c, pkt_make(&p, 2, 0, 10, 0)) == 0 ? 0 : 1);
     }
     int status = -1;
     waitpid(pid, &status, 0);
@@ -372,12 +398,12 @@ static void test_restart(void)
 {
     struct sr_shm *a = dev_open(1, 4791), *b = dev_open(2, 4791);
     struct pkt p;
-    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 0, 10, 0)), 0);
+    SR_CHECK_EQ(xsend(a, pkt_make(&p, 2, 0, 10, 0)), 0);
     struct sr_shm *b2 = dev_open(2, 4791); /* b is never read again */
     uint32_t seq = 1;
     int fails = 0;
     for (; seq < 2 * (SR_SHM_RING / 4160); seq++)
-        fails += sr_shm_send(a, pkt_make(&p, 2, seq, 4096, 0)) != 0;
+        fails += xsend(a, pkt_make(&p, 2, seq, 4096, 0)) != 0;
     SR_CHECK_EQ(fails, 0);
     struct rx r = {.len = {4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}};
     int got = sr_shm_recv(b2, rx_cb, &r, 100000);
@@ -410,7 +436,7 @@ static void test_fork_fifo(void)
     struct sr_shm *a = dev_open(1, 4791);
     alarm(0);
     struct pkt p;
-    SR_CHECK_EQ(sr_shm_send(a, pkt_make(&p, 2, 0, 10, 0)), 0);
+    SR_CHECK_EQ(xsend(a, pkt_make(&p, 2, 0, 10, 0)), 0);
     struct rx r = {.len = {10}};
     SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 64), 1);
     unlink(fifo);
@@ -441,6 +467,7 @@ int main(void)
     }
     SR_RUN(test_roundtrip);
     SR_RUN(test_wrap);
+    SR_RUN(test_burst);
     SR_RUN(test_backlog);
     SR_RUN(test_doorbell);
     SR_RUN(test_close);

@@ -50,8 +50,11 @@ enum {
 /* A sender's backlog per peer, for packets the ring has no room for (a
  * receiver that fell behind): grows from MIN up to MAX, then drops. The
  * transport's windows (2048 packets per QP) bound what can be in flight. */
-#define SHM_BACKLOG_MIN (1u << 20)
-#define SHM_BACKLOG_MAX (256u << 20)
+/* Unpublished bytes after which a burst is published without waiting for
+ * sr_shm_flush (a stream's packets are not held back). */
+#define SHM_PUBLISH_BYTES 32768u
+#define SHM_BACKLOG_MIN   (1u << 20)
+#define SHM_BACKLOG_MAX   (256u << 20)
 
 enum { SLOT_FREE, SLOT_CLAIMED, SLOT_LIVE, SLOT_CLOSED };
 
@@ -92,6 +95,7 @@ struct shm_peer {
     uint64_t head, tail_seen;
     unsigned long ino; /* the mailbox file attached */
     unsigned full;     /* ring-full events since the last liveness check */
+    bool dirty;        /* records committed, not yet published */
     struct sockaddr_un bell;
     /* Packets the ring had no room for, in ring record format, waiting to
      * go in order: [bl_off, bl_len) of bl. */
@@ -114,6 +118,7 @@ struct sr_shm {
     unsigned rx_next, sleeps;
     uint32_t peer_cnt, last;
     uint32_t backlogged; /* peers with a backlog */
+    uint32_t dirty;      /* peers with records not yet published */
     struct shm_peer peer[SR_SHM_PEERS];
     struct sr_shm_stats stats;
 };
@@ -309,6 +314,10 @@ static void peer_detach(struct sr_shm *s, struct shm_peer *p)
     munmap(p->hdr, SHM_HDR_BYTES);
     if (!backlog_empty(p))
         s->backlogged--;
+    if (p->dirty) {
+        p->dirty = false;
+        s->dirty--;
+    }
     free(p->bl);
     p->bl = NULL;
     p->bl_cap = p->bl_off = p->bl_len = 0;
@@ -458,11 +467,24 @@ static uint8_t *ring_claim(struct shm_peer *p, uint32_t len)
     return data + pos;
 }
 
-/* Publishes the record written at the claimed place. */
+/* Adds the record written at the claimed place; the receiver sees it at
+ * the next ring_publish. */
 static void ring_commit(struct shm_peer *p, uint32_t len)
 {
     p->head += rec_bytes(len);
-    atomic_store_explicit(&peer_ctl(p)->head, p->head, memory_order_release);
+}
+
+static void ring_notify(struct sr_shm *s, struct shm_peer *p);
+
+/* Makes everything committed visible at once (a held ACK and the request
+ * it rides with arrive together, as in one GSO send), and rings. */
+static void ring_publish(struct sr_shm *s, struct shm_peer *p)
+{
+    struct shm_ctl *c = peer_ctl(p);
+    if (atomic_load_explicit(&c->head, memory_order_relaxed) == p->head)
+        return;
+    atomic_store_explicit(&c->head, p->head, memory_order_release);
+    ring_notify(s, p);
 }
 
 /* After publishing: ring the receiver if it went to sleep. */
@@ -529,7 +551,7 @@ static bool backlog_flush(struct sr_shm *s, struct shm_peer *p)
         moved = true;
     }
     if (moved)
-        ring_notify(s, p);
+        ring_publish(s, p);
     else if (peer_check(s, p))
         return !peer_renew(s, p) || backlog_empty(p); /* the backlog went with it */
     if (!backlog_empty(p))
@@ -622,7 +644,13 @@ int sr_shm_send(struct sr_shm *s, const struct sr_tx_pkt *t)
     s->stats.tx_bytes += len;
     if (in_ring) {
         ring_commit(p, len);
-        ring_notify(s, p);
+        if (p->head - atomic_load_explicit(&peer_ctl(p)->head, memory_order_relaxed) >=
+            SHM_PUBLISH_BYTES)
+            ring_publish(s, p); /* a bulk burst streams: the receiver starts early */
+        else if (!p->dirty) {
+            p->dirty = true;
+            s->dirty++;
+        }
     }
     return 0;
 }
@@ -634,8 +662,14 @@ bool sr_shm_backlogged(const struct sr_shm *s)
 
 bool sr_shm_flush(struct sr_shm *s)
 {
-    for (uint32_t i = 0; s->backlogged && i < s->peer_cnt; i++) {
+    for (uint32_t i = 0; (s->dirty || s->backlogged) && i < s->peer_cnt; i++) {
         struct shm_peer *p = &s->peer[i];
+        if (p->dirty) {
+            p->dirty = false;
+            s->dirty--;
+            if (p->kind == PEER_SHM)
+                ring_publish(s, p);
+        }
         if (p->kind == PEER_SHM && !backlog_empty(p))
             backlog_flush(s, p);
     }
@@ -721,6 +755,11 @@ int sr_shm_recv(struct sr_shm *s, sr_shm_rx_fn cb, void *arg, int max)
     }
     s->rx_next = start + 1;
     return n;
+}
+
+bool sr_shm_active(const struct sr_shm *s)
+{
+    return atomic_load_explicit(&s->hdr->active, memory_order_relaxed) != 0;
 }
 
 bool sr_shm_pending(const struct sr_shm *s)

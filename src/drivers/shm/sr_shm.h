@@ -79,7 +79,9 @@ int sr_shm_fd(const struct sr_shm *s);
 
 /* Write one packet (as sr_udp_send would send it: t->hdr, the t->iov
  * pieces, t->pad_len zero bytes, 4 ICRC bytes left zero) into the ring of
- * t->dgid's mailbox. The payload is copied: t is not kept.
+ * t->dgid's mailbox; the receiver sees it at the next sr_shm_flush, with
+ * everything written since the last one (a burst arrives whole, as a GSO
+ * send would). The payload is copied: t is not kept.
  * 0: sent. SR_SHM_REMOTE: t->dgid has no mailbox here (or no free slot):
  * nothing was sent, send it another way. SR_ERR_BUSY: ring and backlog
  * full, dropped.
@@ -88,8 +90,9 @@ int sr_shm_send(struct sr_shm *s, const struct sr_tx_pkt *t);
 
 /* Called once per packet, with the sender's address: both valid only
  * during the call (pkt points into the ring). */
-/* Moves backlogged packets into their rings as far as room allows; true
- * when no backlog is left (the caller must come back otherwise). */
+/* Publishes what sr_shm_send wrote (ringing sleeping receivers) and moves
+ * backlogged packets into their rings as far as room allows; true when no
+ * backlog is left (the caller must come back otherwise). */
 bool sr_shm_flush(struct sr_shm *s);
 /* Some packets wait in a backlog. */
 bool sr_shm_backlogged(const struct sr_shm *s);
@@ -98,6 +101,8 @@ typedef void (*sr_shm_rx_fn)(void *arg, const uint8_t *pkt, size_t len, const ui
 /* Hand up to max waiting packets to cb, oldest first per sender. Returns
  * how many. cb may call sr_shm_send but not sr_shm_recv. */
 int sr_shm_recv(struct sr_shm *s, sr_shm_rx_fn cb, void *arg, int max);
+/* Some peer has a slot in this mailbox (sends, or sent, through it). */
+bool sr_shm_active(const struct sr_shm *s);
 /* A packet is waiting. */
 bool sr_shm_pending(const struct sr_shm *s);
 
