@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -444,6 +445,47 @@ static void test_fork_fifo(void)
     sr_shm_close(b);
 }
 
+/* The receiver is killed while its ring is full and the sender has a
+ * backlog: the sender lets go (its sends turn to UDP, the backlog goes),
+ * instead of keeping packets nobody will read. */
+static void test_killed_receiver(void)
+{
+    int pipefd[2];
+    SR_CHECK_EQ(pipe(pipefd), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct sr_shm *b = dev_open(2, 4791);
+        char c = b ? 'y' : 'n';
+        (void)!write(pipefd[1], &c, 1);
+        pause();
+        _exit(0);
+    }
+    char c = 0;
+    SR_CHECK_EQ(read(pipefd[0], &c, 1), 1);
+    SR_CHECK_EQ(c, 'y');
+    struct sr_shm *a = dev_open(1, 4791);
+    struct pkt p;
+    uint32_t seq = 0;
+    int fails = 0;
+    for (; seq < SR_SHM_RING / 4160 + 10; seq++)
+        fails += xsend(a, pkt_make(&p, 2, seq, 4096, 0)) != 0;
+    SR_CHECK_EQ(fails, 0);
+    SR_CHECK(!sr_shm_flush(a)); /* ring full, a backlog */
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    int remote = 0;
+    for (int i = 0; i < 1000 && !remote; i++)
+        remote = xsend(a, pkt_make(&p, 2, seq++, 4096, 0)) == SR_SHM_REMOTE;
+    SR_CHECK(remote);
+    SR_CHECK(sr_shm_flush(a)); /* nothing left to move */
+    struct sr_shm_stats st;
+    sr_shm_stats(a, &st);
+    SR_CHECK_EQ(st.peers, 0);
+    sr_shm_close(a);
+    close(pipefd[0]);
+    close(pipefd[1]);
+}
+
 static void rm_dir(void)
 {
     DIR *d = opendir(dir);
@@ -476,6 +518,7 @@ int main(void)
     SR_RUN(test_dead_process);
     SR_RUN(test_restart);
     SR_RUN(test_fork_fifo);
+    SR_RUN(test_killed_receiver);
     rm_dir();
     return SR_TEST_RESULT();
 }

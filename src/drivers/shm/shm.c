@@ -370,7 +370,8 @@ static bool peer_attach(struct sr_shm *s, struct shm_peer *p)
         goto fail;
     h = mmap(NULL, SHM_HDR_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (h == MAP_FAILED || h->magic != SHM_MAGIC || h->version != SHM_VERSION ||
-        h->slots != SR_SHM_SLOTS || h->ring_bytes != SR_SHM_RING || atomic_load(&h->closed))
+        h->slots != SR_SHM_SLOTS || h->ring_bytes != SR_SHM_RING || atomic_load(&h->closed) ||
+        (h->pidns == s->pidns && pid_gone(h->pid))) /* a dead receiver's, not swept yet */
         goto fail;
     for (i = 0; i < SR_SHM_SLOTS; i++) {
         uint32_t free_state = SLOT_FREE;
