@@ -92,10 +92,10 @@ struct shm_peer {
     struct shm_hdr *hdr; /* the peer's mailbox header */
     uint8_t *ring;       /* our slot: control page, then the ring */
     unsigned slot;
-    uint64_t head, tail_seen;
-    unsigned long ino; /* the mailbox file attached */
-    unsigned full;     /* ring-full events since the last liveness check */
-    bool dirty;        /* records committed, not yet published */
+    uint64_t head, tail_seen, published; /* ours, the receiver's last look, what it may read */
+    unsigned long ino;                   /* the mailbox file attached */
+    unsigned full;                       /* ring-full events since the last liveness check */
+    bool dirty;                          /* records committed, not yet published */
     struct sockaddr_un bell;
     /* Packets the ring had no room for, in ring record format, waiting to
      * go in order: [bl_off, bl_len) of bl. */
@@ -391,7 +391,7 @@ static bool peer_attach(struct sr_shm *s, struct shm_peer *p)
     p->hdr = h;
     p->ring = ring;
     p->slot = i;
-    p->head = p->tail_seen = 0;
+    p->head = p->tail_seen = p->published = 0;
     struct shm_ctl *c = peer_ctl(p);
     atomic_store_explicit(&c->head, 0, memory_order_relaxed);
     atomic_store_explicit(&c->tail, 0, memory_order_relaxed);
@@ -481,10 +481,10 @@ static void ring_notify(struct sr_shm *s, struct shm_peer *p);
  * it rides with arrive together, as in one GSO send), and rings. */
 static void ring_publish(struct sr_shm *s, struct shm_peer *p)
 {
-    struct shm_ctl *c = peer_ctl(p);
-    if (atomic_load_explicit(&c->head, memory_order_relaxed) == p->head)
+    if (p->published == p->head)
         return;
-    atomic_store_explicit(&c->head, p->head, memory_order_release);
+    p->published = p->head;
+    atomic_store_explicit(&peer_ctl(p)->head, p->head, memory_order_release);
     ring_notify(s, p);
 }
 
@@ -645,8 +645,7 @@ int sr_shm_send(struct sr_shm *s, const struct sr_tx_pkt *t)
     s->stats.tx_bytes += len;
     if (in_ring) {
         ring_commit(p, len);
-        if (p->head - atomic_load_explicit(&peer_ctl(p)->head, memory_order_relaxed) >=
-            SHM_PUBLISH_BYTES)
+        if (p->head - p->published >= SHM_PUBLISH_BYTES)
             ring_publish(s, p); /* a bulk burst streams: the receiver starts early */
         else if (!p->dirty) {
             p->dirty = true;
