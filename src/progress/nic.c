@@ -51,10 +51,12 @@ struct sr_nic {
     pthread_mutex_t lock;
     struct sr_engine *eng;
     struct sr_udp *udp;
-    struct sr_shm *shm; /* NULL: UDP only */
-    bool shm_backlog;   /* packets wait for room in a peer's ring */
-    uint32_t udp_idle;  /* empty UDP receives in a row */
-    uint32_t udp_skips; /* passes that left the socket alone */
+    struct sr_shm *shm;   /* NULL: UDP only */
+    bool shm_backlog;     /* packets wait for room in a peer's ring */
+    bool app_bulk;        /* the last inline pass received BULK_BYTES over UDP */
+    uint64_t app_tx_mark; /* UDP bytes sent up to the last inline pass */
+    uint32_t udp_idle;    /* empty UDP receives in a row */
+    uint32_t udp_skips;   /* passes that left the socket alone */
     pthread_t thread;
     int epfd, evfd;
     atomic_bool stop;
@@ -138,6 +140,8 @@ static void nic_flush_out(struct sr_nic *nic)
     sr_udp_flush(nic->udp);
 }
 
+static void nic_release_acks(struct sr_nic *nic, uint64_t held_since);
+
 static int nic_tx(void *ctx, const struct sr_tx_pkt *pkt)
 {
     struct sr_nic *nic = ctx;
@@ -208,10 +212,39 @@ static int nic_pass(struct sr_nic *nic)
 int sr_nic_progress(struct sr_nic *nic)
 {
     sr_engine_hold_acks(nic->eng, true); /* an application thread: a reply may follow */
+    struct sr_udp_stats before, after;
+    sr_udp_stats(nic->udp, &before);
     int n = nic_pass(nic);
+    sr_udp_stats(nic->udp, &after);
+    /* a receiver of bulk that sends little itself (a READ requester, a
+     * SEND target); one that sends as much (a collective) naps not */
+    uint64_t rx = after.rx_bytes - before.rx_bytes, tx = after.tx_bytes - nic->app_tx_mark;
+    nic->app_tx_mark = after.tx_bytes;
+    nic->app_bulk = rx >= BULK_BYTES && tx < rx / 8;
     if (nic->handoff_ns)
         atomic_store_explicit(&nic->last_pass_ns, nic->now, memory_order_relaxed);
     return n;
+}
+
+bool sr_nic_app_bulk(struct sr_nic *nic)
+{
+    if (!nic->app_bulk)
+        return false;
+    nic->app_bulk = false;
+    nic_release_acks(nic, UINT64_MAX); /* the nap holds back no ACK */
+    return true;
+}
+
+void sr_nic_app_nap(void)
+{
+    /* the thread's timer slack (50 us by default) would stretch 10 us
+     * to 60: lowered for the nap, then put back */
+    int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    (void)prctl(PR_SET_TIMERSLACK, 1000ul);
+    struct timespec ts = ts_of_ns(BULK_NAP_NS);
+    nanosleep(&ts, NULL);
+    if (slack > 0)
+        (void)prctl(PR_SET_TIMERSLACK, (unsigned long)slack);
 }
 
 void sr_nic_app_polls(struct sr_nic *nic, bool after_pass)

@@ -67,6 +67,14 @@ void sr_nic_app_idle(struct sr_nic *nic);
  * with sr_nic_progress just now) and will be back: the NIC thread may
  * leave the socket to it for a while (the hand-off). */
 void sr_nic_app_polls(struct sr_nic *nic, bool after_pass);
+/* With the lock held, after sr_nic_progress: the pass received a bulk
+ * sender's burst over UDP (256 KiB or more) while this side sent less
+ * than an eighth of that since the last pass. Held ACKs leave; the caller
+ * should then sr_nic_app_nap, without the lock: on few CPUs the sending
+ * process needs the time more than this one needs another poll. */
+bool sr_nic_app_bulk(struct sr_nic *nic);
+/* 10 us asleep (the NIC thread's bulk nap, for an application thread). */
+void sr_nic_app_nap(void);
 void sr_nic_udp_stats(struct sr_nic *nic, struct sr_udp_stats *out);
 /* The process exits with the device open: peers stop using its
  * shared-memory mailbox, whose names go (sr_shm_unlink). No lock needed;

@@ -338,13 +338,14 @@ static int sv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
     struct sr_nic *nic = nic_of(cq->context);
     sr_nic_lock(nic);
     int got = cq_drain(c, num_entries, wc);
-    bool ran = false;
+    bool ran = false, nap = false;
     if (!got && num_entries > 0) {
         /* Nothing yet: drive the NIC inline once, for latency. */
         sr_nic_progress(nic);
         sr_nic_kick(nic); /* the pass may have set a timer (a held ACK) */
         got = cq_drain(c, num_entries, wc);
         ran = true;
+        nap = sr_nic_app_bulk(nic);
     }
     /* An armed CQ polled dry is the usual last look before
      * ibv_get_cq_event: the thread is about to block, so the NIC thread
@@ -359,6 +360,8 @@ static int sv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
         sr_nic_app_polls(nic, ran);
     }
     sr_nic_unlock(nic);
+    if (nap)
+        sr_nic_app_nap();
     return got;
 }
 
