@@ -690,6 +690,43 @@ static void slot_free(struct sr_shm *s, unsigned i)
     atomic_store_explicit(&s->hdr->slot[i].state, SLOT_FREE, memory_order_release);
 }
 
+void sr_shm_ring_parse(const uint8_t *ring, uint32_t ring_bytes, uint64_t head, uint64_t tail,
+                       const uint8_t *gid, sr_shm_rx_fn cb, void *arg, int max,
+                       struct sr_shm_parse *out)
+{
+    *out = (struct sr_shm_parse){.tail = tail};
+    if (head - tail > ring_bytes) { /* a head the producer never wrote */
+        out->bad = true;
+        out->tail = head;
+        return;
+    }
+    while (tail != head && out->pkts < max) {
+        uint32_t pos = (uint32_t)(tail % ring_bytes), room = ring_bytes - pos;
+        if (room < SHM_REC_HDR || (pos & (SHM_ALIGN - 1))) {
+            out->bad = true;
+            tail = head;
+            break;
+        }
+        uint32_t rh[2];
+        memcpy(rh, ring + pos, sizeof(rh)); /* read once: the producer may write on */
+        if (rh[0] == SHM_WRAP && head - tail >= room) {
+            tail += room;
+            continue;
+        }
+        if (rh[0] < SR_BTH_LEN + SR_ICRC_LEN || rh[0] > SR_SHM_MAX_PKT || rec_bytes(rh[0]) > room ||
+            rec_bytes(rh[0]) > head - tail) {
+            out->bad = true; /* a broken ring: what is in it is lost */
+            tail = head;
+            break;
+        }
+        cb(arg, ring + pos + SHM_REC_HDR, rh[0], gid);
+        out->pkts++;
+        out->bytes += rh[0];
+        tail += rec_bytes(rh[0]);
+    }
+    out->tail = tail;
+}
+
 /* Drains up to max records of slot i into cb; the count. */
 static int slot_recv(struct sr_shm *s, unsigned i, sr_shm_rx_fn cb, void *arg, int max)
 {
@@ -698,45 +735,20 @@ static int slot_recv(struct sr_shm *s, unsigned i, sr_shm_rx_fn cb, void *arg, i
     if (state != SLOT_LIVE && state != SLOT_CLOSED)
         return 0;
     struct shm_ctl *c = own_ctl(s, i);
-    const uint8_t *data = (const uint8_t *)c + SHM_CTL_BYTES;
     uint64_t head = atomic_load_explicit(&c->head, memory_order_acquire);
     uint64_t tail = atomic_load_explicit(&c->tail, memory_order_relaxed);
     uint8_t gid[16];
     memcpy(gid, sl->gid, 16);
-    int n = 0;
-    if (head - tail > SR_SHM_RING) {
-        s->stats.rx_bad++;
-        tail = head;
-    }
-    while (tail != head && n < max) {
-        uint32_t pos = (uint32_t)(tail % SR_SHM_RING), room = SR_SHM_RING - pos;
-        if (room < SHM_REC_HDR || (pos & (SHM_ALIGN - 1))) {
-            s->stats.rx_bad++; /* a head the producer never wrote */
-            tail = head;
-            break;
-        }
-        uint32_t rh[2];
-        memcpy(rh, data + pos, sizeof(rh));
-        if (rh[0] == SHM_WRAP && head - tail >= room) {
-            tail += room;
-            continue;
-        }
-        if (rh[0] < SR_BTH_LEN + SR_ICRC_LEN || rh[0] > SR_SHM_MAX_PKT || rec_bytes(rh[0]) > room ||
-            rec_bytes(rh[0]) > head - tail) {
-            s->stats.rx_bad++; /* a broken ring: what is in it is lost */
-            tail = head;
-            break;
-        }
-        cb(arg, data + pos + SHM_REC_HDR, rh[0], gid);
-        s->stats.rx_pkts++;
-        s->stats.rx_bytes += rh[0];
-        tail += rec_bytes(rh[0]);
-        n++;
-    }
-    atomic_store_explicit(&c->tail, tail, memory_order_release);
-    if (state == SLOT_CLOSED && tail == head)
+    struct sr_shm_parse r;
+    sr_shm_ring_parse((const uint8_t *)c + SHM_CTL_BYTES, SR_SHM_RING, head, tail, gid, cb, arg,
+                      max, &r);
+    s->stats.rx_pkts += (uint64_t)r.pkts;
+    s->stats.rx_bytes += r.bytes;
+    s->stats.rx_bad += r.bad;
+    atomic_store_explicit(&c->tail, r.tail, memory_order_release);
+    if (state == SLOT_CLOSED && r.tail == head)
         slot_free(s, i);
-    return n;
+    return r.pkts;
 }
 
 int sr_shm_recv(struct sr_shm *s, sr_shm_rx_fn cb, void *arg, int max)

@@ -103,6 +103,19 @@ typedef void (*sr_shm_rx_fn)(void *arg, const uint8_t *pkt, size_t len, const ui
 int sr_shm_recv(struct sr_shm *s, sr_shm_rx_fn cb, void *arg, int max);
 /* Some peer has a slot in this mailbox (sends, or sent, through it). */
 bool sr_shm_active(const struct sr_shm *s);
+/* What sr_shm_recv does with one sender's ring, for fuzzers and tests:
+ * hands the records between tail and head of ring (ring_bytes, a multiple
+ * of 64) to cb as packets from gid, up to max, checking every record
+ * against the ring's bounds; a broken ring is dropped whole (bad). */
+struct sr_shm_parse {
+    uint64_t tail;  /* where the next look starts */
+    int pkts;       /* packets handed to cb */
+    uint64_t bytes; /* their bytes */
+    bool bad;       /* the ring broke its bounds: tail moved to head */
+};
+void sr_shm_ring_parse(const uint8_t *ring, uint32_t ring_bytes, uint64_t head, uint64_t tail,
+                       const uint8_t *gid, sr_shm_rx_fn cb, void *arg, int max,
+                       struct sr_shm_parse *out);
 /* A packet is waiting. */
 bool sr_shm_pending(const struct sr_shm *s);
 
