@@ -18,15 +18,21 @@
  * flag, and a sender that finds the flag set rings the doorbell (one
  * datagram), whose socket the receiver's epoll watches.
  *
+ * What sr_shm_send writes becomes visible at the next sr_shm_flush (the
+ * end of every pass, post and ACK release), or once 32 KiB wait: a held
+ * ACK and the request it rides with arrive together, as in one GSO send.
+ *
  * When a receiver falls behind and its ring fills, the sender keeps the
  * packets in a backlog of its own (in order, up to 256 MiB per peer) and
  * moves them into the ring as room appears (sr_shm_flush): dropping them
  * would cost a retransmission of everything after them. Beyond the cap a
- * packet is dropped (SR_ERR_BUSY), as a full socket queue would. A peer that closed its device
- * marks its mailbox closed; a sender that sees it (or, when the ring stays full, finds the
- * receiver dead or its address given a new mailbox) leaves the mailbox, takes the address's new
- * one if there is one, and sends through UDP otherwise. Slots of senders that closed or died are
- * reused once their rings are drained.
+ * packet is dropped (SR_ERR_BUSY), as a full socket queue would.
+ *
+ * A peer that closed its device marks its mailbox closed; a sender that
+ * sees it (or, when the ring stays full, finds the receiver dead or its
+ * address given a new mailbox) leaves the mailbox, takes the address's
+ * new one if there is one, and sends through UDP otherwise. Slots of
+ * senders that closed or died are reused once their rings are drained.
  *
  * The files are created 0600: only processes of the same user (which may
  * ptrace each other anyway) share them. Records are checked against the
