@@ -551,12 +551,10 @@ void sr_nic_exiting(struct sr_nic *nic)
         sr_shm_unlink(nic->shm);
 }
 
-bool sr_nic_shm_stats(struct sr_nic *nic, struct sr_shm_stats *out)
+void sr_nic_shm_stats(struct sr_nic *nic, struct sr_shm_stats *out)
 {
-    if (!nic->shm) {
+    if (nic->shm)
+        sr_shm_stats(nic->shm, out);
+    else
         memset(out, 0, sizeof(*out));
-        return false;
-    }
-    sr_shm_stats(nic->shm, out);
-    return true;
 }

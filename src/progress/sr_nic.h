@@ -80,7 +80,7 @@ void sr_nic_udp_stats(struct sr_nic *nic, struct sr_udp_stats *out);
  * shared-memory mailbox, whose names go (sr_shm_unlink). No lock needed;
  * once. */
 void sr_nic_exiting(struct sr_nic *nic);
-/* False (and *out zeroed) when the device has no shared-memory driver. */
-bool sr_nic_shm_stats(struct sr_nic *nic, struct sr_shm_stats *out);
+/* All zero when the device has no shared-memory driver. */
+void sr_nic_shm_stats(struct sr_nic *nic, struct sr_shm_stats *out);
 
 #endif

@@ -175,6 +175,13 @@ static bool pid_gone(uint32_t pid)
     return pid && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
 }
 
+/* The mailbox's receiver closed its device, or died (a pid in another
+ * pid namespace cannot be judged: it is taken as alive). */
+static bool receiver_gone(struct shm_hdr *h, unsigned long pidns)
+{
+    return atomic_load(&h->closed) || (h->pidns == pidns && pid_gone(h->pid));
+}
+
 /* Removes the mailboxes (and doorbells) of this namespace whose receiver
  * died without closing its device (killed, crashed): they hold the rings
  * senders reserved. Another pid namespace's are left alone. */
@@ -201,7 +208,7 @@ static void sweep_stale(const struct sr_shm *s, unsigned long pidns)
                      pread(fd, &h, offsetof(struct shm_hdr, sleeping), 0) ==
                          (ssize_t)offsetof(struct shm_hdr, sleeping) &&
                      h.magic == SHM_MAGIC && h.version == SHM_VERSION && h.pidns == pidns &&
-                     (atomic_load(&h.closed) || pid_gone(h.pid));
+                     receiver_gone(&h, pidns);
         close(fd);
         /* the name may have been taken by a new owner since */
         if (!stale || fstatat(dirfd(d), name, &now, AT_SYMLINK_NOFOLLOW) || now.st_ino != st.st_ino)
@@ -370,8 +377,8 @@ static bool peer_attach(struct sr_shm *s, struct shm_peer *p)
         goto fail;
     h = mmap(NULL, SHM_HDR_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (h == MAP_FAILED || h->magic != SHM_MAGIC || h->version != SHM_VERSION ||
-        h->slots != SR_SHM_SLOTS || h->ring_bytes != SR_SHM_RING || atomic_load(&h->closed) ||
-        (h->pidns == s->pidns && pid_gone(h->pid))) /* a dead receiver's, not swept yet */
+        h->slots != SR_SHM_SLOTS || h->ring_bytes != SR_SHM_RING ||
+        receiver_gone(h, s->pidns)) /* closed, or a dead receiver's not swept yet */
         goto fail;
     for (i = 0; i < SR_SHM_SLOTS; i++) {
         uint32_t free_state = SLOT_FREE;
@@ -506,9 +513,7 @@ static bool backlog_empty(const struct shm_peer *p)
  * mailbox now (it crashed and a new process took the address). */
 static bool peer_gone(const struct sr_shm *s, const struct shm_peer *p)
 {
-    if (atomic_load_explicit(&p->hdr->closed, memory_order_relaxed))
-        return true;
-    if (p->hdr->pidns == s->pidns && pid_gone(p->hdr->pid))
+    if (receiver_gone(p->hdr, s->pidns))
         return true;
     char path[sizeof(s->path)];
     shm_name(s, p->gid, SR_SHM_DEFAULT_PORT, path, sizeof(path));
@@ -551,10 +556,12 @@ static bool backlog_flush(struct sr_shm *s, struct shm_peer *p)
         p->bl_off += rec_bytes(len);
         moved = true;
     }
-    if (moved)
+    if (moved) {
         ring_publish(s, p);
-    else if (peer_check(s, p))
-        return !peer_renew(s, p) || backlog_empty(p); /* the backlog went with it */
+    } else if (peer_check(s, p)) {
+        peer_renew(s, p); /* the backlog went with the old mailbox */
+        return true;
+    }
     if (!backlog_empty(p))
         return false;
     p->bl_off = p->bl_len = 0;
