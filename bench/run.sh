@@ -193,8 +193,9 @@ pair() {
   fi
 }
 
-pt=(timeout 30 env LD_LIBRARY_PATH="$lib" SOFTRDMA_SHM=0)
-ptl=(timeout 60 env LD_LIBRARY_PATH="$lib" SOFTRDMA_SHM=0) # ping-pongs crawl when other processes spin
+pt=(timeout 30 env LD_LIBRARY_PATH="$lib")
+ptl=(timeout 60 env LD_LIBRARY_PATH="$lib") # ping-pongs crawl when other processes spin
+shm=0 # the path sr_bw and sr_lat measure: 0 UDP (#5's targets), 1 shared memory
 ucx=(timeout 40 env UCX_TLS=tcp UCX_NET_DEVICES=lo ucx_perftest)
 
 # perftest runs with -F: on a loaded machine its CPU-frequency check would
@@ -203,7 +204,8 @@ ucx=(timeout 40 env UCX_TLS=tcp UCX_NET_DEVICES=lo ucx_perftest)
 sr_bw() {
   local prog=$1 size=$2 key=$3
   shift 3
-  pair "$key" "${pt[@]}" "$prog" -F -x 0 -s "$size" -D "$secs" --report_gbits "$@" || return 0
+  pair "$key" "${pt[@]}" SOFTRDMA_SHM=$shm "$prog" -F -x 0 -s "$size" -D "$secs" --report_gbits "$@" ||
+    return 0
   local line
   line=$(awk '/#bytes/ { getline; print $4, $5; exit }' "$tmp/$key")
   [ -n "$line" ] || { note "rep $rep: $key: no result row"; return 0; }
@@ -214,7 +216,7 @@ sr_bw() {
 # perftest latency: t_typical (the median) and the 99th percentile, in us.
 sr_lat() {
   local prog=$1 size=$2 key=$3 line
-  pair "$key" "${ptl[@]}" "$prog" -F -x 0 -s "$size" -n 5000 || return 0
+  pair "$key" "${ptl[@]}" SOFTRDMA_SHM=$shm "$prog" -F -x 0 -s "$size" -n 5000 || return 0
   line=$(awk '/#bytes/ { getline; print $5, $8; exit }' "$tmp/$key")
   [ -n "$line" ] || { note "rep $rep: $key: no result row"; return 0; }
   record "$key" "${line% *}"
@@ -294,8 +296,7 @@ for ((rep = 1; rep <= reps; rep++)); do
   done
 
   log "rep $rep/$reps: softrdma over shared memory"
-  pt[4]=SOFTRDMA_SHM=1
-  ptl[4]=SOFTRDMA_SHM=1
+  shm=1
   for s in 4096 65536 1048576; do
     sr_bw ib_write_bw "$s" "shm_write_bw_$s"
     sr_bw ib_read_bw "$s" "shm_read_bw_$s"
@@ -305,8 +306,7 @@ for ((rep = 1; rep <= reps; rep++)); do
   for op in write send read; do
     sr_lat "ib_${op}_lat" 2 "shm_${op}_lat_2"
   done
-  pt[4]=SOFTRDMA_SHM=0
-  ptl[4]=SOFTRDMA_SHM=0
+  shm=0
 
   log "rep $rep/$reps: UCX over TCP"
   for s in "${sizes[@]}"; do
@@ -457,11 +457,11 @@ report=$tmp/report
 if [ "$profile" = 1 ]; then
   {
     echo
-    echo "profile: one ib_write_bw -s 65536 -D $secs run under perf record -e cpu-clock"
+    echo "profile: one ib_write_bw -s 65536 -D $secs run (UDP path) under perf record -e cpu-clock"
     if command -v perf >/dev/null && perf stat -e cpu-clock true >/dev/null 2>&1; then
       rep=profile
       next_port
-      LD_LIBRARY_PATH=$lib timeout 60 perf record -q -e cpu-clock -F 4999 -o "$tmp/srv.perf" -- \
+      LD_LIBRARY_PATH=$lib SOFTRDMA_SHM=0 timeout 60 perf record -q -e cpu-clock -F 4999 -o "$tmp/srv.perf" -- \
         ib_write_bw -F -x 0 -p "$port" -s 65536 -D "$secs" --report_gbits >"$tmp/psrv" 2>&1 &
       srv_pid=$!
       for ((i = 0; i < 200; i++)); do
@@ -470,7 +470,7 @@ if [ "$profile" = 1 ]; then
         fi
         sleep 0.05
       done
-      LD_LIBRARY_PATH=$lib timeout 60 perf record -q -e cpu-clock -F 4999 -o "$tmp/cli.perf" -- \
+      LD_LIBRARY_PATH=$lib SOFTRDMA_SHM=0 timeout 60 perf record -q -e cpu-clock -F 4999 -o "$tmp/cli.perf" -- \
         ib_write_bw -F -x 0 -p "$port" -s 65536 -D "$secs" --report_gbits 127.0.0.1 >"$tmp/pcli" 2>&1 ||
         true
       wait "$srv_pid" || true
