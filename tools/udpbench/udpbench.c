@@ -589,49 +589,54 @@ static int run_memcpy(const struct opts *o)
     return 0;
 }
 
+/* Spins until *v == want; false when deadline (CLOCK_MONOTONIC ns) passes. */
+static bool spin_until(volatile uint64_t *v, uint64_t want, uint64_t deadline)
+{
+    for (unsigned k = 0; *v != want; k++)
+        if (k % POLL_CLOCK_EVERY == 0 && now_ns() > deadline)
+            return false;
+    return true;
+}
+
 static int run_shm_pingpong(const struct opts *o)
 {
     struct line {
         _Alignas(64) volatile uint64_t v;
     };
+    enum { SHM_PP_STOP = 0 }; /* on line 0: the echo loop ends */
     struct line *l = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (l == MAP_FAILED)
         return -1;
-    l[0].v = l[1].v = 0;
+    l[0].v = l[1].v = SHM_PP_STOP + 1;
     uint64_t rounds = (uint64_t)o->iters + WARMUP_ROUNDS;
     uint64_t budget = (uint64_t)(o->seconds * 1e9) + (uint64_t)CHILD_GRACE_S * 1000000000ull;
+    uint64_t stop = now_ns() + budget; /* neither side spins past this */
     pid_t pid = fork();
     if (pid == 0) { /* echo each value from line 0 on line 1 */
-        uint64_t stop = now_ns() + budget;
-        for (uint64_t seq = 1; seq <= rounds; seq++) {
-            for (unsigned k = 0; l[0].v != seq; k++)
+        for (uint64_t seq = 2;; seq++) {
+            for (unsigned k = 0; l[0].v != seq; k++) {
+                if (l[0].v == SHM_PP_STOP)
+                    _exit(0);
                 if (k % POLL_CLOCK_EVERY == 0 && now_ns() > stop)
                     _exit(1);
+            }
             l[1].v = seq;
         }
-        _exit(0);
     }
     if (pid < 0)
         return -1;
     uint64_t *samples = malloc(sizeof(*samples) * (size_t)o->iters);
     int n = 0;
     uint64_t end = now_ns() + (uint64_t)(o->seconds * 1e9);
-    for (uint64_t seq = 1; seq <= rounds; seq++) {
+    for (uint64_t seq = 2; samples && seq < rounds + 2 && now_ns() < end; seq++) {
         uint64_t t0 = now_ns();
         l[0].v = seq;
-        while (l[1].v != seq)
-            ;
-        if (seq > WARMUP_ROUNDS && samples)
-            samples[n++] = now_ns() - t0;
-        if (now_ns() > end) { /* let the child finish its loop */
-            for (uint64_t s2 = seq + 1; s2 <= rounds; s2++) {
-                l[0].v = s2;
-                while (l[1].v != s2)
-                    ;
-            }
+        if (!spin_until(&l[1].v, seq, stop))
             break;
-        }
+        if (seq >= WARMUP_ROUNDS + 2)
+            samples[n++] = now_ns() - t0;
     }
+    l[0].v = SHM_PP_STOP;
     reap(pid);
     int rc = -1;
     if (n > 0) {
