@@ -153,6 +153,7 @@ struct sr_qp {
          * leaves with this QP's next request or response, or when due. */
         bool ack_pending;
         bool ack_rides; /* the last held ACK left with a request: replies follow */
+        bool ack_end;   /* the held ACK's hold began at the end of a message */
         uint32_t ack_psn, ack_msn;
         uint64_t ack_since, ack_due;
         /* multi-packet message in progress */

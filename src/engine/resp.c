@@ -153,8 +153,15 @@ static void acknowledge(struct resp_ctx *c)
         send_ack(qp, c->pkt->bth.psn);
         return;
     }
-    if (!qp->resp.ack_pending) {
+    /* A reply can follow only the end of a message: its ACK is held from
+     * then, not from an ACK request inside the message that it replaces
+     * (one every 32 packets; that hold may end before the application has
+     * seen the message). Once per hold at most: a stream's ACK is late
+     * by one more hold at worst. */
+    bool end = c->info->flags & (SR_OPF_LAST | SR_OPF_ONLY);
+    if (!qp->resp.ack_pending || (end && !qp->resp.ack_end)) {
         qp->resp.ack_pending = true;
+        qp->resp.ack_end = end;
         qp->resp.ack_since = c->now;
         qp->resp.ack_due = c->now + delay;
         qp->eng->acks_held = true;

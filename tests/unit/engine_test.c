@@ -1017,7 +1017,7 @@ static void test_linger(void)
 }
 
 /* ---- held ACKs (sr_engine_cfg.ack_delay_ns) ---- */
-enum { LOG_MAX = 64, DELAY = 20000 };
+enum { LOG_MAX = 256, DELAY = 20000 };
 struct log_ent {
     int from;
     uint8_t op;
@@ -1176,6 +1176,99 @@ static void test_ack_reply_hold(void)
         sr_mr_dereg(mr[1]);
         h_fini(&h);
     }
+}
+
+/* The ACK of a message's last packet is held from that packet's arrival,
+ * not from the ACK request earlier in the message (one every 32 packets)
+ * whose hold it joins: that hold may end before the application has seen
+ * the message and posted the reply the ACK should ride with. Here 64
+ * packets, the LAST 50 us behind the rest, holds of 100 us, and the reply
+ * posted 75 us after the LAST: it carries the ACK. */
+static int f_log_late_last(struct harness *h, const struct h_pkt *p, uint64_t seq)
+{
+    f_log(h, p, seq);
+    return p->from == 0 && (p->data[0] & 0x1f) == SR_OP_WRITE_LAST ? 3 : 0;
+}
+
+static void test_ack_hold_from_end(void)
+{
+    sr_test_ctx = "the ACK of a message's end is held from its arrival";
+    enum { LEN = 64 * 256 };
+    struct harness h;
+    struct h_pair pr;
+    struct sr_wc wc[2];
+    h_ack_delay_ns = 100000;
+    h_init(&h, 0);
+    h_ack_delay_ns = 0;
+    h.filter = f_log_late_last;
+    nlog = 0;
+    struct h_qp_opts o = {
+        .type = SR_QPT_RC, .mtu = 256, .timeout = 14, .retry_cnt = 3, .access = 15};
+    h_connect(&h, &pr, &o);
+    reg_mem(&pr, 15);
+    pattern(mem[0], LEN, 7);
+    struct sr_sge sg = {(uintptr_t)mem[0], LEN, sr_mr_lkey(mr[0])};
+    struct sr_send_wr wr = {.wr_id = 1,
+                            .sg_list = &sg,
+                            .num_sge = 1,
+                            .opcode = SR_WR_RDMA_WRITE,
+                            .send_flags = SR_SEND_SIGNALED,
+                            .remote_addr = (uintptr_t)mem[1] + 4096,
+                            .rkey = sr_mr_rkey(mr[1])};
+    uint64_t sent = h.now;
+    SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &wr, h.now), 0);
+    /* the rest arrives at sent + 1 us, the LAST at sent + 51 us */
+    h_run(&h, NULL, NULL, H_DELAY_NS + 50000 + 75000);
+    SR_CHECK_EQ(h.now, sent + H_DELAY_NS + 125000);
+    SR_CHECK(memcmp(mem[1] + 4096, mem[0], LEN) == 0);
+    SR_CHECK_EQ(log_find(1, SR_OP_ACK, 0), -1);  /* still held */
+    post_write(&h, &pr, 1, 9, SR_WR_RDMA_WRITE); /* the reply */
+    int w = log_find(1, SR_OP_WRITE_ONLY, 0), a = log_find(1, SR_OP_ACK, 0);
+    SR_CHECK(w >= 0 && a == w + 1); /* right behind the reply */
+    SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 1, wc, 10000), 1);
+    SR_CHECK_EQ(wc[0].status, SR_WC_SUCCESS);
+    sr_mr_dereg(mr[0]);
+    sr_mr_dereg(mr[1]);
+    h_fini(&h);
+}
+
+/* An application poll that finds nothing releases the ACKs held 4 us or
+ * more (sr_engine_release_acks with a time), but not on a QP whose own
+ * request has not completed yet: its application is waiting for that
+ * completion and replies after it (a ping-pong whose completion comes in a
+ * later receive than the peer's message). */
+static void test_ack_idle_release(void)
+{
+    sr_test_ctx = "an idle poll keeps the ACK of a QP that waits for its own completion";
+    struct harness h;
+    struct h_pair pr;
+    struct sr_wc wc[2];
+    ack_setup(&h, &pr, 14);
+    sr_engine_hold_acks(h.eng[0], false);        /* QP 0 holds its ACK 4 us */
+    post_write(&h, &pr, 1, 5, SR_WR_RDMA_WRITE); /* QP 1's own request */
+    post_write(&h, &pr, 0, 1, SR_WR_RDMA_WRITE); /* QP 1 holds its ACK */
+    /* both arrive at 1 us; QP 0's ACK leaves at 5 us and arrives at 6 */
+    h_run(&h, NULL, NULL, 5500);
+    SR_CHECK_EQ(log_find(1, SR_OP_ACK, 0), -1);
+    SR_CHECK_EQ(sr_engine_release_acks(h.eng[1], h.now - 4000), false);
+    SR_CHECK_EQ(log_find(1, SR_OP_ACK, 0), -1);
+    SR_CHECK_EQ(wait_wc(&h, pr.scq[1], 1, wc, DELAY / 2), 1);
+    SR_CHECK_EQ(wc[0].wr_id, 5);
+    SR_CHECK_EQ(log_find(1, SR_OP_ACK, 0), -1); /* its own hold runs to 21 us */
+    SR_CHECK_EQ(sr_engine_release_acks(h.eng[1], h.now - 4000), true);
+    SR_CHECK(log_find(1, SR_OP_ACK, 0) >= 0);
+    SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 1, wc, DELAY), 1);
+    SR_CHECK_EQ(wc[0].wr_id, 1);
+    /* the time-less release (the application goes to sleep) takes all */
+    post_write(&h, &pr, 1, 6, SR_WR_RDMA_WRITE);
+    post_write(&h, &pr, 0, 2, SR_WR_RDMA_WRITE);
+    h_run(&h, NULL, NULL, DELAY / 2);
+    int from = nlog;
+    SR_CHECK_EQ(sr_engine_release_acks(h.eng[1], UINT64_MAX), true);
+    SR_CHECK(log_find(1, SR_OP_ACK, from) >= 0);
+    sr_mr_dereg(mr[0]);
+    sr_mr_dereg(mr[1]);
+    h_fini(&h);
 }
 
 /* A READ's responses may wait in a batching driver (tx_fence), but not past
@@ -1353,6 +1446,8 @@ int main(void)
     SR_RUN(test_linger);
     SR_RUN(test_ack_delay);
     SR_RUN(test_ack_reply_hold);
+    SR_RUN(test_ack_hold_from_end);
+    SR_RUN(test_ack_idle_release);
     SR_RUN(test_ops_held_acks);
     SR_RUN(test_read_fence);
     SR_RUN(test_cq_overflow_and_limits);
