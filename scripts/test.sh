@@ -25,4 +25,4 @@ echo "== build-tsan (clang, ThreadSanitizer: the multithreaded verbs tests) =="
 CC=clang cmake -S . -B build-tsan -DSR_WERROR=ON -DSR_TSAN=ON >/dev/null
 cmake --build build-tsan -j"$jobs"
 TSAN_OPTIONS=halt_on_error=1 \
-  ctest --test-dir build-tsan --output-on-failure -j"$jobs" -L "verbs|unit" -LE "debian-bin|hostile"
+  ctest --test-dir build-tsan --output-on-failure -j"$jobs" -L "verbs|unit" -LE "debian-bin|hostile|timing"

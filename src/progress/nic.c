@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -17,6 +18,20 @@
 
 enum {
     RX_BATCH = 64,
+    /* A receive call can bring in megabytes (GRO batches): the engine's
+     * clock, which stamps held ACKs and arms timers, is read again every
+     * RX_CLOCK_PKTS packets rather than once per call. With one reading
+     * per call an ACK held at the end of a long batch counted its hold from
+     * the batch's start and was due the moment the pass ended: sent alone,
+     * before the reply it was held for (ib_write_lat 1 MiB: 300 of 300). */
+    RX_CLOCK_PKTS = 8,
+    /* An application thread that waits for the lock may post the reply a
+     * held ACK waits for: the NIC thread lets it in first (up to this many
+     * sched_yield calls) and leaves that pass's timers to it. Without this,
+     * where everything ran slower (AddressSanitizer), the NIC thread took
+     * the lock back, fired the hold and the ACK left alone (a ping-pong of
+     * 1 MiB WRITEs lost step in 1 run of 5). */
+    APP_FIRST_YIELDS = 100,
 };
 #define HANDOFF_MIN_NS 50000ull
 /* While peers send through shared memory, an empty UDP receive is most of
@@ -34,6 +49,10 @@ enum {
  * of the last SLACK_WINDOW_NS finding nothing, a pass that brought in
  * BULK_BYTES or more (the sender is that far ahead: bulk transfer with a
  * deep window) is followed by a nap of BULK_NAP_NS instead of more polls.
+ * Held ACKs stay held through it (their timers bound them): sent before
+ * each nap, a ping-pong's ACK left ahead of the reply it was held for, and
+ * the peer, completed early, waited on memory while the reply sat in its
+ * socket for the rest of a hand-off.
  * A smaller threshold (32 KiB) made 4 KiB WRITE streams 30% slower (not
  * understood: sending the held ACKs before each nap did not help). */
 #define BULK_BYTES      262144u
@@ -61,7 +80,8 @@ struct sr_nic {
     int epfd, evfd;
     atomic_bool stop;
     _Atomic uint64_t sleep_until; /* deadline the thread sleeps towards; 0 = awake */
-    uint64_t now;                 /* time of the batch being received */
+    uint64_t now;                 /* time of the packets being received */
+    uint32_t rx_ticks;            /* packets received (RX_CLOCK_PKTS) */
     /* Adaptive busy-polling: after a packet, poll this long before
      * blocking, but only while no application thread has made a verbs call
      * for app_idle_ns. An application that calls verbs polls the NIC
@@ -73,6 +93,9 @@ struct sr_nic {
     /* verbs calls so far (sr_nic_lock): the thread notes when the count
      * last moved, so the calls themselves read no clock */
     _Atomic uint64_t app_calls;
+    /* application threads waiting for the lock (sr_nic_lock) */
+    atomic_uint app_waiting;
+    bool timers_deferred; /* the NIC thread's last pass left them to one */
     /* Hand-off: while an application thread polls (ibv_poll_cq: an empty
      * poll runs the NIC inline), the thread stays off the socket for
      * handoff_ns (handoff_cur_ns) after each poll: no wake-up per packet,
@@ -181,11 +204,21 @@ static void nic_async_event(void *ctx, enum sr_event_type type, void *obj)
 static void nic_rx(void *arg, const uint8_t *pkt, size_t len, const uint8_t *src_gid)
 {
     struct sr_nic *nic = arg;
+    if (++nic->rx_ticks % RX_CLOCK_PKTS == 0)
+        nic->now = sr_nic_now();
     sr_engine_rx(nic->eng, pkt, len, src_gid, nic->now);
 }
 
-/* A pass run by the NIC thread, or inline by an application thread. */
-static int nic_pass(struct sr_nic *nic)
+static bool nic_app_waits(struct sr_nic *nic)
+{
+    return atomic_load_explicit(&nic->app_waiting, memory_order_relaxed) != 0;
+}
+
+/* A pass run by the NIC thread (ours), or inline by an application thread.
+ * The NIC thread leaves the timers to an application thread that waits
+ * for the lock, once: it is about to post (the reply an ACK is held for)
+ * or to poll, whose pass fires them. */
+static int nic_pass(struct sr_nic *nic, bool ours)
 {
     int total = 0;
     for (;;) {
@@ -203,7 +236,10 @@ static int nic_pass(struct sr_nic *nic)
             break;
     }
     uint64_t now = total ? sr_nic_now() : nic->now;
-    if (sr_engine_next_deadline(nic->eng) <= now)
+    bool defer = ours && !nic->timers_deferred && nic_app_waits(nic);
+    if (ours)
+        nic->timers_deferred = defer;
+    if (sr_engine_next_deadline(nic->eng) <= now && !defer)
         sr_engine_advance(nic->eng, now);
     nic_flush_out(nic);
     return total;
@@ -214,7 +250,7 @@ int sr_nic_progress(struct sr_nic *nic)
     sr_engine_hold_acks(nic->eng, true); /* an application thread: a reply may follow */
     struct sr_udp_stats before, after;
     sr_udp_stats(nic->udp, &before);
-    int n = nic_pass(nic);
+    int n = nic_pass(nic, false);
     sr_udp_stats(nic->udp, &after);
     /* a receiver of bulk that sends little itself (a READ requester, a
      * SEND target); one that sends as much (a collective) naps not */
@@ -231,7 +267,6 @@ bool sr_nic_app_bulk(struct sr_nic *nic)
     if (!nic->app_bulk)
         return false;
     nic->app_bulk = false;
-    nic_release_acks(nic, UINT64_MAX); /* the nap holds back no ACK */
     return true;
 }
 
@@ -361,6 +396,9 @@ static void *nic_thread(void *arg)
         bool expired = false;
         if (nic->handoff_ns && nic_nap(nic, &expired))
             continue;
+        /* an application thread woken by the last unlock goes first */
+        for (int i = 0; i < APP_FIRST_YIELDS && nic_app_waits(nic); i++)
+            sched_yield();
         pthread_mutex_lock(&nic->lock);
         uint64_t start = sr_nic_now();
         uint64_t calls = atomic_load_explicit(&nic->app_calls, memory_order_relaxed);
@@ -376,7 +414,7 @@ static void *nic_thread(void *arg)
                             app_seen && start - app_seen < APP_REPLY_NS &&
                                 !atomic_load_explicit(&nic->app_asleep, memory_order_relaxed));
         uint64_t before = nic_rx_bytes(nic);
-        int n = nic_pass(nic);
+        int n = nic_pass(nic, true);
         uint64_t bytes = nic_rx_bytes(nic) - before;
         if (expired && n > 0) /* they waited for the hand-off to run out */
             nic->handoff_cur_ns = SR_MAX(SR_MIN(HANDOFF_MIN_NS, nic->handoff_ns),
@@ -403,8 +441,6 @@ static void *nic_thread(void *arg)
             spin = true;
             nap |= !n; /* a receiver behind: give it the CPU, come back */
         }
-        if (nap)
-            nic_release_acks(nic, UINT64_MAX); /* the nap holds back no ACK */
         if (!spin && nic->shm && !sr_shm_sleep(nic->shm))
             spin = true; /* a peer wrote meanwhile */
         if (!spin)
@@ -531,7 +567,11 @@ const uint8_t *sr_nic_gid(const struct sr_nic *nic)
 }
 void sr_nic_lock(struct sr_nic *nic)
 {
-    pthread_mutex_lock(&nic->lock);
+    if (pthread_mutex_trylock(&nic->lock) != 0) {
+        atomic_fetch_add_explicit(&nic->app_waiting, 1, memory_order_relaxed);
+        pthread_mutex_lock(&nic->lock);
+        atomic_fetch_sub_explicit(&nic->app_waiting, 1, memory_order_relaxed);
+    }
     /* only application threads take the lock here: no read-modify-write */
     atomic_store_explicit(&nic->app_calls,
                           atomic_load_explicit(&nic->app_calls, memory_order_relaxed) + 1,

@@ -69,9 +69,11 @@ void sr_nic_app_idle(struct sr_nic *nic);
 void sr_nic_app_polls(struct sr_nic *nic, bool after_pass);
 /* With the lock held, after sr_nic_progress: the pass received a bulk
  * sender's burst over UDP (256 KiB or more) while this side sent less
- * than an eighth of that since the last pass. Held ACKs leave; the caller
- * should then sr_nic_app_nap, without the lock: on few CPUs the sending
- * process needs the time more than this one needs another poll. */
+ * than an eighth of that since the last pass. The caller should then
+ * sr_nic_app_nap, without the lock: on few CPUs the sending process needs
+ * the time more than this one needs another poll. Held ACKs stay held
+ * (their own timers bound them): one may be waiting for the reply this
+ * thread is about to post. */
 bool sr_nic_app_bulk(struct sr_nic *nic);
 /* 10 us asleep (the NIC thread's bulk nap, for an application thread). */
 void sr_nic_app_nap(void);

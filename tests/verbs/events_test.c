@@ -523,13 +523,13 @@ struct sleeper_setup {
     struct vt_remote_mr r; /* the peer's buffer */
 };
 
-/* depth: CQ entries and send queue depth */
-static void sleeper_open_depth(int fd, struct sleeper_setup *s, const char *env, const char *val,
-                               int depth)
+/* depth: CQ entries and send queue depth; len: the buffer's bytes */
+static void sleeper_open_buf(int fd, struct sleeper_setup *s, const char *env, const char *val,
+                             int depth, size_t len)
 {
     VT_REQUIRE(setenv(env, val, 1) == 0); /* read at device open */
     vt_dev_open(&s->d);
-    vt_buf_alloc(&s->d, &s->l, 4096, VT_ACCESS_ALL);
+    vt_buf_alloc(&s->d, &s->l, len, VT_ACCESS_ALL);
     VT_REQUIRE((s->ch = ibv_create_comp_channel(s->d.ctx)) != NULL);
     VT_REQUIRE((s->cq = ibv_create_cq(s->d.ctx, depth, NULL, s->ch, 0)) != NULL);
     struct vt_qp_caps caps;
@@ -551,6 +551,12 @@ static void sleeper_open_depth(int fd, struct sleeper_setup *s, const char *env,
     vt_send(fd, &r, sizeof(r));
     vt_recv(fd, &s->r, sizeof(s->r), VT_OOB_MS);
     vt_sync(fd);
+}
+
+static void sleeper_open_depth(int fd, struct sleeper_setup *s, const char *env, const char *val,
+                               int depth)
+{
+    sleeper_open_buf(fd, s, env, val, depth, 4096);
 }
 
 static void sleeper_open(int fd, struct sleeper_setup *s, const char *env, const char *val)
@@ -695,6 +701,82 @@ static void case_spinner(int fd, const void *arg)
         vt_send(fd, "s", 1);
     }
     sleeper_close(fd, &s);
+}
+
+/* ---- a ping-pong of large WRITEs, as ib_write_lat runs it ----
+ * Each side WRITEs 1 MiB into the other's buffer, polls its send CQ until
+ * the WRITE completes, then spins on the last byte of its own buffer
+ * until the peer's WRITE has landed, and WRITEs back. The ACK that
+ * completes a WRITE must leave behind the reply: the peer's poll loop then
+ * places the reply before it sees its completion. An ACK sent alone
+ * completes the peer early, the peer spins on memory, and the reply sits
+ * in its socket until its NIC thread's hand-off ends (up to 4 ms a round).
+ * Counted on both sides: the rounds in which the peer's next WRITE was in
+ * place when the completion was polled. Over UDP: messages of 256
+ * packets, an ACK requested every 32, and GRO batches of a megabyte per
+ * receive call. */
+enum { BIG_ROUNDS = 30, BIG_LEN = 1 << 20 };
+
+static void big_pingpong(int fd, bool first)
+{
+    VT_REQUIRE(setenv("SOFTRDMA_SHM", "0", 1) == 0);
+    struct sleeper_setup s;
+    sleeper_open_buf(fd, &s, "SOFTRDMA_HANDOFF_US", "1000", 64, 2 * BIG_LEN);
+    /* the first half is written by the peer, the second is the source */
+    volatile uint8_t *mine = s.l.p + BIG_LEN - 1;
+    struct vt_buf src = {.p = s.l.p + BIG_LEN, .len = BIG_LEN, .mr = s.l.mr};
+    int ahead = 0;
+    uint64_t start = vt_now_ms();
+    for (int i = 1; i <= BIG_ROUNDS && !vt_failures; i++) {
+        if (!first) {
+            uint64_t end = vt_now_ms() + VT_POLL_MS;
+            while (*mine != (uint8_t)i && vt_now_ms() < end)
+                ;
+            VT_REQUIRE(*mine == (uint8_t)i);
+        }
+        src.p[BIG_LEN - 1] = (uint8_t)i;
+        post_write(&s.q, &src, &s.r, (uint64_t)i, BIG_LEN);
+        vt_expect_wc(s.cq, (uint64_t)i, IBV_WC_SUCCESS, NULL);
+        /* the peer's next WRITE came before the ACK (the ponger's last
+         * completion has none to wait for) */
+        uint8_t next = (uint8_t)(first ? i : i + 1);
+        ahead += *mine == next;
+        if (first) {
+            uint64_t end = vt_now_ms() + VT_POLL_MS;
+            while (*mine != next && vt_now_ms() < end)
+                ;
+            VT_REQUIRE(*mine == next);
+        }
+    }
+    if (first) {
+        uint64_t ms = vt_now_ms() - start;
+        int theirs;
+        vt_recv(fd, &theirs, sizeof(theirs), VT_OOB_MS);
+        vt_note("%d rounds of 1 MiB in %llu ms; the next WRITE was in place at %d and %d "
+                "completions",
+                BIG_ROUNDS, (unsigned long long)ms, ahead, theirs);
+        /* ACKs ahead of the reply: 0..3 of 30 on a side (one side's 0..10
+         * in 3 runs of 4 when only bulk naps sent them early); behind it:
+         * 28..30, 19 with two more test programs running */
+        VT_CHECKF(3 * ahead >= BIG_ROUNDS && 3 * theirs >= BIG_ROUNDS - 1,
+                  "the next WRITE was in place at %d of %d and %d of %d completions", ahead,
+                  BIG_ROUNDS, theirs, BIG_ROUNDS - 1);
+    } else {
+        vt_send(fd, &ahead, sizeof(ahead));
+    }
+    sleeper_close(fd, &s);
+}
+
+static void case_big_pinger(int fd, const void *arg)
+{
+    (void)arg;
+    big_pingpong(fd, true);
+}
+
+static void case_big_ponger(int fd, const void *arg)
+{
+    (void)arg;
+    big_pingpong(fd, false);
 }
 
 /* ---- a polling application is left alone by its NIC thread ---- */
@@ -848,6 +930,7 @@ static const struct vt_case cases[] = {
     {"poller_acks", case_sleeper_writer, case_sleeper, "poll"},
     {"poll_then_spin", case_spin_writer, case_spinner, NULL},
     {"poll_naps", case_poll_naps, NULL, NULL},
+    {"big_pingpong", case_big_pinger, case_big_ponger, NULL},
     {"busy_poller", case_busy_poller, case_flag_writer, NULL},
 };
 
