@@ -332,8 +332,8 @@ void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uin
  * waits for each completion. */
 void sr_engine_hold_acks(struct sr_engine *e, bool hold);
 /* Sends now the ACKs held back since held_since or earlier (UINT64_MAX:
- * all), when no reply is coming for them soon: the application is going
- * to sleep (UINT64_MAX), or polls with nothing to do. A poll that finds
+ * all), when no reply is coming for them soon: the application is about
+ * to block (all of them), or polls with nothing to do. A poll that finds
  * nothing may still be waiting for the completion of the QP's own
  * requests, after which the reply comes (a ping-pong of large messages,
  * whose completion arrives in a later receive than the peer's message):
