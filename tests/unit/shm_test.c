@@ -334,6 +334,20 @@ static void test_slots(void)
 
 /* A record whose length breaks the ring (a sender that scribbled over
  * it): its packets are dropped and counted, the ring goes on. */
+/* The path of host's mailbox (port 4791) in dir, opened read-write. */
+static int mailbox_open(uint32_t host)
+{
+    char needle[32], path[400] = "";
+    snprintf(needle, sizeof(needle), "7f%06x-4791", (unsigned)host);
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (strstr(e->d_name, needle) && !strstr(e->d_name, ".bell"))
+            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+    if (d)
+        closedir(d);
+    return open(path, O_RDWR);
+}
+
 static void test_corrupt(void)
 {
     struct sr_shm *a = dev_open(1, 4791), *b = dev_open(2, 4791);
@@ -342,14 +356,7 @@ static void test_corrupt(void)
     SR_CHECK_EQ(xsend(a, pkt_make(&p, 2, 0, 10, 0)), 0);
     SR_CHECK_EQ(xsend(a, pkt_make(&p, 2, 1, 10, 0)), 0);
     /* the layout (shm.c): 8 KiB header, slot 0's control page, its ring */
-    char path[400];
-    snprintf(path, sizeof(path), "%s", dir);
-    DIR *d = opendir(dir);
-    for (struct dirent *e; d && (e = readdir(d));)
-        if (strstr(e->d_name, "7f000002-4791") && !strstr(e->d_name, ".bell"))
-            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-    closedir(d);
-    int fd = open(path, O_RDWR);
+    int fd = mailbox_open(2);
     SR_CHECK(fd >= 0);
     uint32_t bad = SR_SHM_RING; /* longer than the ring */
     SR_CHECK_EQ(pwrite(fd, &bad, 4, 8192 + 4096), 4);
@@ -395,6 +402,43 @@ static void test_dead_process(void)
     struct sr_shm *a = dev_open(1, 4791);
     SR_CHECK_EQ(dir_count(), 4); /* b's and a's */
     sr_shm_close(a);
+    sr_shm_close(b);
+}
+
+/* A sender that died between claiming a slot and making it LIVE: the
+ * receiver's sweep frees the slot. One CLAIMED with pid 0 (being claimed
+ * just now) and one CLAIMED by a live process stay as they are. */
+static void test_dead_claimer(void)
+{
+    struct sr_shm *b = dev_open(2, 4791);
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    waitpid(dead, NULL, 0);
+    struct stat ns;
+    SR_CHECK_EQ(stat("/proc/self/ns/pid", &ns), 0);
+    uint64_t pidns = (uint64_t)ns.st_ino;
+    /* the layout (shm.c): the slot table at 192, 64 bytes a slot: state
+     * (CLAIMED = 1), pid, gid, pidns */
+    int fd = mailbox_open(2);
+    SR_CHECK(fd >= 0);
+    const uint32_t claimed = 1, pids[3] = {(uint32_t)dead, 0, (uint32_t)getpid()};
+    for (int i = 0; i < 3; i++) {
+        off_t at = 192 + 64 * (3 + i);
+        SR_CHECK_EQ(pwrite(fd, &claimed, 4, at), 4);
+        SR_CHECK_EQ(pwrite(fd, &pids[i], 4, at + 4), 4);
+        SR_CHECK_EQ(pwrite(fd, &pidns, 8, at + 24), 8);
+    }
+    for (int i = 0; i < 64; i++) /* a sweep every 64 sleeps */
+        if (sr_shm_sleep(b))
+            sr_shm_wake(b, false);
+    for (int i = 0; i < 3; i++) {
+        uint32_t st[2];
+        SR_CHECK_EQ(pread(fd, st, 8, 192 + 64 * (3 + i)), 8);
+        SR_CHECK_EQ(st[0], i == 0 ? 0u : claimed);
+        SR_CHECK_EQ(st[1], i == 0 ? 0u : pids[i]);
+    }
+    close(fd);
     sr_shm_close(b);
 }
 
@@ -522,6 +566,7 @@ int main(void)
     SR_RUN(test_slots);
     SR_RUN(test_corrupt);
     SR_RUN(test_dead_process);
+    SR_RUN(test_dead_claimer);
     SR_RUN(test_restart);
     SR_RUN(test_fork_fifo);
     SR_RUN(test_killed_receiver);

@@ -12,6 +12,10 @@
  * reserved, mask bit set) -> CLOSED (the sender is done) -> FREE (the
  * receiver, once the ring is drained, clears the mask bit first). Only the
  * receiver frees, so a sender never claims a ring the receiver still reads.
+ * A slot's pid is 0 while it is FREE; a claimer writes its own right after
+ * its CAS, so a slot CLAIMED by a process that died before making it LIVE
+ * is freed by the receiver's sweep (one CLAIMED with pid 0 is being
+ * claimed just now and is left alone).
  *
  * Wake-up (Dekker): the receiver stores sleeping = 1, then looks at every
  * ring; a sender publishes its head, then loads sleeping. With sequentially
@@ -60,7 +64,7 @@ enum { SLOT_FREE, SLOT_CLAIMED, SLOT_LIVE, SLOT_CLOSED };
 
 struct shm_slot {
     _Atomic uint32_t state;
-    uint32_t pid; /* the sender's process, for the dead-sender sweep */
+    uint32_t pid; /* the sender's process, for the dead-sender sweep; 0 when FREE */
     uint8_t gid[16];
     uint64_t pidns; /* where pid means that process */
     uint8_t pad[32];
@@ -387,6 +391,11 @@ static bool peer_attach(struct sr_shm *s, struct shm_peer *p)
     }
     if (i == SR_SHM_SLOTS)
         goto fail;
+    /* ours from here: should this process die before the slot is LIVE,
+     * the receiver's sweep finds it by this pid */
+    h->slot[i].pidns = s->pidns;
+    atomic_thread_fence(memory_order_release);
+    h->slot[i].pid = (uint32_t)getpid();
     /* Reserve the ring's pages now: a full tmpfs is then UDP, not SIGBUS. */
     if (posix_fallocate(fd, (off_t)slot_offset(i), SHM_SLOT_BYTES))
         goto fail;
@@ -402,8 +411,6 @@ static bool peer_attach(struct sr_shm *s, struct shm_peer *p)
     struct shm_ctl *c = peer_ctl(p);
     atomic_store_explicit(&c->head, 0, memory_order_relaxed);
     atomic_store_explicit(&c->tail, 0, memory_order_relaxed);
-    h->slot[i].pid = (uint32_t)getpid();
-    h->slot[i].pidns = s->pidns;
     memcpy(h->slot[i].gid, s->gid, 16);
     p->ino = (unsigned long)st.st_ino;
     p->full = 0;
@@ -413,8 +420,10 @@ static bool peer_attach(struct sr_shm *s, struct shm_peer *p)
     return true;
 
 fail:
-    if (i < SR_SHM_SLOTS)
+    if (i < SR_SHM_SLOTS) {
+        h->slot[i].pid = 0;
         atomic_store(&h->slot[i].state, SLOT_FREE);
+    }
     if (h != MAP_FAILED)
         munmap(h, SHM_HDR_BYTES);
     close(fd);
@@ -694,6 +703,7 @@ static void slot_free(struct sr_shm *s, unsigned i)
     /* the ring's pages go back to the system; the next sender reserves
      * them again */
     (void)madvise((uint8_t *)s->hdr + slot_offset(i), SHM_SLOT_BYTES, MADV_REMOVE);
+    s->hdr->slot[i].pid = 0;
     atomic_store_explicit(&s->hdr->slot[i].state, SLOT_FREE, memory_order_release);
 }
 
@@ -796,10 +806,25 @@ bool sr_shm_pending(const struct sr_shm *s)
     return false;
 }
 
+/* A slot CLAIMED by a process of this pid namespace that is gone (it
+ * died before making the slot LIVE). */
+static bool claimer_gone(const struct sr_shm *s, const struct shm_slot *sl)
+{
+    if (atomic_load(&sl->state) != SLOT_CLAIMED)
+        return false;
+    uint32_t pid = sl->pid;
+    atomic_thread_fence(memory_order_acquire);
+    return pid && sl->pidns == s->pidns && pid_gone(pid);
+}
+
 /* Frees the slots of senders whose process is gone and whose rings are
- * drained (a sender that closed frees its own through SLOT_CLOSED). */
+ * drained (a sender that closed frees its own through SLOT_CLOSED), and
+ * those of claimers that died before their slot was LIVE. */
 static void sweep_dead(struct sr_shm *s)
 {
+    for (unsigned i = 0; i < SR_SHM_SLOTS; i++)
+        if (claimer_gone(s, &s->hdr->slot[i]))
+            slot_free(s, i);
     uint64_t act = atomic_load(&s->hdr->active);
     while (act) {
         unsigned i = (unsigned)__builtin_ctzll(act);
