@@ -376,8 +376,7 @@ bool sr_engine_release_acks(struct sr_engine *e, uint64_t held_since)
     for (struct sr_qp *qp = e->active; qp; qp = qp->active_next) {
         if (!qp->resp.ack_pending)
             continue;
-        bool waits = held_since != UINT64_MAX && qp->sq_head != qp->sq_tail;
-        if (qp->resp.ack_since <= held_since && !waits) {
+        if (qp->resp.ack_since <= held_since) {
             sr_resp_ack_flush(qp);
             sent = true;
         } else {

@@ -153,19 +153,24 @@ static void acknowledge(struct resp_ctx *c)
         send_ack(qp, c->pkt->bth.psn);
         return;
     }
-    /* A reply can follow only the end of a message: its ACK is held from
-     * then, not from an ACK request inside the message that it replaces
-     * (one every 32 packets; that hold may end before the application has
-     * seen the message). Once per hold at most: a stream's ACK is late
-     * by one more hold at worst. */
     bool end = c->info->flags & (SR_OPF_LAST | SR_OPF_ONLY);
-    if (!qp->resp.ack_pending || (end && !qp->resp.ack_end)) {
+    if (!qp->resp.ack_pending) {
         qp->resp.ack_pending = true;
         qp->resp.ack_end = end;
         qp->resp.ack_since = c->now;
         qp->resp.ack_due = c->now + delay;
         qp->eng->acks_held = true;
         sr_engine_activate(qp->eng, qp);
+    } else if (end && !qp->resp.ack_end) {
+        /* A reply can follow only the end of a message: its ACK is held
+         * from then, not from an ACK request inside the message that it
+         * replaces (one every 32 packets; that hold may end before the
+         * application has seen the message). Once per hold, and within a
+         * quarter of the retransmission timeout of the hold's start: the
+         * requester must not time out first. */
+        uint64_t cap = qp->resp.ack_since + SR_MAX(delay, sr_timeout_ns(qp->attr.timeout) / 4);
+        qp->resp.ack_end = true;
+        qp->resp.ack_due = SR_MIN(c->now + delay, cap);
     }
     qp->resp.ack_psn = c->pkt->bth.psn;
     qp->resp.ack_msn = qp->resp.msn;

@@ -333,12 +333,7 @@ void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uin
 void sr_engine_hold_acks(struct sr_engine *e, bool hold);
 /* Sends now the ACKs held back since held_since or earlier (UINT64_MAX:
  * all), when no reply is coming for them soon: the application is about
- * to block (all of them), or polls with nothing to do. A poll that finds
- * nothing may still be waiting for the completion of the QP's own
- * requests, after which the reply comes (a ping-pong of large messages,
- * whose completion arrives in a later receive than the peer's message):
- * with held_since other than UINT64_MAX, QPs with requests not yet
- * completed keep their ACK. True if any were sent. */
+ * to block, or polls with nothing to do. True if any were sent. */
 bool sr_engine_release_acks(struct sr_engine *e, uint64_t held_since);
 /* Earliest time sr_engine_advance must be called; UINT64_MAX if none. */
 uint64_t sr_engine_next_deadline(const struct sr_engine *e);

@@ -26,13 +26,13 @@ enum {
      * before the reply it was held for (ib_write_lat 1 MiB: 300 of 300). */
     RX_CLOCK_PKTS = 8,
     /* An application thread that waits for the lock may post the reply a
-     * held ACK waits for: the NIC thread lets it in first (up to this many
-     * sched_yield calls) and leaves that pass's timers to it. Without this,
+     * held ACK waits for: the NIC thread lets it in first (sched_yield for
+     * up to APP_FIRST_NS) and leaves that pass's timers to it. Without this,
      * where everything ran slower (AddressSanitizer), the NIC thread took
      * the lock back, fired the hold and the ACK left alone (a ping-pong of
      * 1 MiB WRITEs lost step in 1 run of 5). */
-    APP_FIRST_YIELDS = 100,
 };
+#define APP_FIRST_NS   20000ull
 #define HANDOFF_MIN_NS 50000ull
 /* While peers send through shared memory, an empty UDP receive is most of
  * an empty pass (a system call against a few loads): after UDP_IDLE_PASSES
@@ -60,7 +60,10 @@ enum {
 #define SLACK_WINDOW_NS 1000000ull
 #define SLACK_PCT       15u
 /* An application that polls and finds nothing is not about to reply to
- * the ACKs its NIC has held this long. */
+ * the ACKs its NIC has held this long. (Session 7 tried keeping them on a
+ * QP whose own requests had not completed: messages that cross, both
+ * sides posting then polling, waited for the holds, 22 us and 202 us on
+ * QPs that had been in a ping-pong.) */
 #define IDLE_ACK_NS 4000ull
 /* An application that called a verb this recently may post a reply that
  * a held ACK can ride with. */
@@ -397,8 +400,14 @@ static void *nic_thread(void *arg)
         if (nic->handoff_ns && nic_nap(nic, &expired))
             continue;
         /* an application thread woken by the last unlock goes first */
-        for (int i = 0; i < APP_FIRST_YIELDS && nic_app_waits(nic); i++)
+        for (uint64_t t0 = 0; nic_app_waits(nic);) {
+            uint64_t t = sr_nic_now();
+            if (!t0)
+                t0 = t;
+            else if (t - t0 >= APP_FIRST_NS)
+                break;
             sched_yield();
+        }
         pthread_mutex_lock(&nic->lock);
         uint64_t start = sr_nic_now();
         uint64_t calls = atomic_load_explicit(&nic->app_calls, memory_order_relaxed);

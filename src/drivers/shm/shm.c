@@ -64,9 +64,9 @@ enum { SLOT_FREE, SLOT_CLAIMED, SLOT_LIVE, SLOT_CLOSED };
 
 struct shm_slot {
     _Atomic uint32_t state;
-    uint32_t pid; /* the sender's process, for the dead-sender sweep; 0 when FREE */
+    _Atomic uint32_t pid; /* the sender's process, for the dead-sender sweep; 0 when FREE */
     uint8_t gid[16];
-    uint64_t pidns; /* where pid means that process */
+    _Atomic uint64_t pidns; /* where pid means that process */
     uint8_t pad[32];
 };
 
@@ -393,9 +393,8 @@ static bool peer_attach(struct sr_shm *s, struct shm_peer *p)
         goto fail;
     /* ours from here: should this process die before the slot is LIVE,
      * the receiver's sweep finds it by this pid */
-    h->slot[i].pidns = s->pidns;
-    atomic_thread_fence(memory_order_release);
-    h->slot[i].pid = (uint32_t)getpid();
+    atomic_store(&h->slot[i].pidns, s->pidns);
+    atomic_store(&h->slot[i].pid, (uint32_t)getpid());
     /* Reserve the ring's pages now: a full tmpfs is then UDP, not SIGBUS. */
     if (posix_fallocate(fd, (off_t)slot_offset(i), SHM_SLOT_BYTES))
         goto fail;
@@ -421,7 +420,7 @@ static bool peer_attach(struct sr_shm *s, struct shm_peer *p)
 
 fail:
     if (i < SR_SHM_SLOTS) {
-        h->slot[i].pid = 0;
+        atomic_store(&h->slot[i].pid, 0);
         atomic_store(&h->slot[i].state, SLOT_FREE);
     }
     if (h != MAP_FAILED)
@@ -703,7 +702,7 @@ static void slot_free(struct sr_shm *s, unsigned i)
     /* the ring's pages go back to the system; the next sender reserves
      * them again */
     (void)madvise((uint8_t *)s->hdr + slot_offset(i), SHM_SLOT_BYTES, MADV_REMOVE);
-    s->hdr->slot[i].pid = 0;
+    atomic_store(&s->hdr->slot[i].pid, 0);
     atomic_store_explicit(&s->hdr->slot[i].state, SLOT_FREE, memory_order_release);
 }
 
@@ -812,9 +811,12 @@ static bool claimer_gone(const struct sr_shm *s, const struct shm_slot *sl)
 {
     if (atomic_load(&sl->state) != SLOT_CLAIMED)
         return false;
-    uint32_t pid = sl->pid;
-    atomic_thread_fence(memory_order_acquire);
-    return pid && sl->pidns == s->pidns && pid_gone(pid);
+    uint32_t pid = atomic_load(&sl->pid);
+    if (!pid || atomic_load(&sl->pidns) != s->pidns || !pid_gone(pid))
+        return false;
+    /* that claimer may have given the slot up meanwhile and another taken
+     * it (pid 0, then its own): only the dead one's, still CLAIMED */
+    return atomic_load(&sl->state) == SLOT_CLAIMED && atomic_load(&sl->pid) == pid;
 }
 
 /* Frees the slots of senders whose process is gone and whose rings are
