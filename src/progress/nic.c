@@ -25,13 +25,13 @@ enum {
      * the batch's start and was due the moment the pass ended: sent alone,
      * before the reply it was held for (ib_write_lat 1 MiB: 300 of 300). */
     RX_CLOCK_PKTS = 8,
-    /* An application thread that waits for the lock may post the reply a
-     * held ACK waits for: the NIC thread lets it in first (sched_yield for
-     * up to APP_FIRST_NS) and leaves that pass's timers to it. Without this,
-     * where everything ran slower (AddressSanitizer), the NIC thread took
-     * the lock back, fired the hold and the ACK left alone (a ping-pong of
-     * 1 MiB WRITEs lost step in 1 run of 5). */
 };
+/* An application thread that waits for the lock may post the reply a
+ * held ACK waits for: the NIC thread lets it in first (sched_yield for up
+ * to APP_FIRST_NS) and leaves that pass's timers to it. Without this,
+ * where everything ran slower (AddressSanitizer), the NIC thread took the
+ * lock back, fired the hold and the ACK left alone (a ping-pong of 1 MiB
+ * WRITEs lost step in 2 runs of 8). */
 #define APP_FIRST_NS   20000ull
 #define HANDOFF_MIN_NS 50000ull
 /* While peers send through shared memory, an empty UDP receive is most of
@@ -165,8 +165,6 @@ static void nic_flush_out(struct sr_nic *nic)
         nic->shm_backlog = !sr_shm_flush(nic->shm);
     sr_udp_flush(nic->udp);
 }
-
-static void nic_release_acks(struct sr_nic *nic, uint64_t held_since);
 
 static int nic_tx(void *ctx, const struct sr_tx_pkt *pkt)
 {

@@ -1054,17 +1054,25 @@ static void post_write(struct harness *h, struct h_pair *pr, int from, uint64_t 
     SR_CHECK_EQ(sr_qp_post_send(pr->qp[from], &wr, h->now), 0);
 }
 
-/* A pair whose engines hold ACKs DELAY ns, every packet logged. */
-static void ack_setup(struct harness *h, struct h_pair *pr, uint8_t timeout)
+/* A pair whose engines hold ACKs delay ns, every packet logged; path MTU
+ * mtu (0: the harness's default). */
+static void ack_setup_with(struct harness *h, struct h_pair *pr, uint8_t timeout, uint64_t delay,
+                           uint32_t mtu)
 {
-    h_ack_delay_ns = DELAY;
+    h_ack_delay_ns = delay;
     h_init(h, 0);
     h_ack_delay_ns = 0;
     h->filter = f_log;
     nlog = 0;
-    struct h_qp_opts o = {.type = SR_QPT_RC, .timeout = timeout, .retry_cnt = 3, .access = 15};
+    struct h_qp_opts o = {
+        .type = SR_QPT_RC, .mtu = mtu, .timeout = timeout, .retry_cnt = 3, .access = 15};
     h_connect(h, pr, &o);
     reg_mem(pr, 15);
+}
+
+static void ack_setup(struct harness *h, struct h_pair *pr, uint8_t timeout)
+{
+    ack_setup_with(h, pr, timeout, DELAY, 0);
 }
 
 static void test_ack_delay(void)
@@ -1198,15 +1206,8 @@ static void ack_hold_from_end(uint8_t timeout)
     struct harness h;
     struct h_pair pr;
     struct sr_wc wc[2];
-    h_ack_delay_ns = 100000;
-    h_init(&h, 0);
-    h_ack_delay_ns = 0;
+    ack_setup_with(&h, &pr, timeout, 100000, 256);
     h.filter = f_log_late_last;
-    nlog = 0;
-    struct h_qp_opts o = {
-        .type = SR_QPT_RC, .mtu = 256, .timeout = timeout, .retry_cnt = 3, .access = 15};
-    h_connect(&h, &pr, &o);
-    reg_mem(&pr, 15);
     pattern(mem[0], LEN, 7);
     struct sr_sge sg = {(uintptr_t)mem[0], LEN, sr_mr_lkey(mr[0])};
     struct sr_send_wr wr = {.wr_id = 1,

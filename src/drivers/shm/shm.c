@@ -51,14 +51,14 @@ enum {
     SHM_ALIGN = 64,
     SHM_SWEEP_EVERY = 64, /* sleeps between looks for dead senders */
 };
-/* A sender's backlog per peer, for packets the ring has no room for (a
- * receiver that fell behind): grows from MIN up to MAX, then drops. The
- * transport's windows (2048 packets per QP) bound what can be in flight. */
 /* Unpublished bytes after which a burst is published without waiting for
  * sr_shm_flush (a stream's packets are not held back). */
 #define SHM_PUBLISH_BYTES 32768u
-#define SHM_BACKLOG_MIN   (1u << 20)
-#define SHM_BACKLOG_MAX   (256u << 20)
+/* A sender's backlog per peer, for packets the ring has no room for (a
+ * receiver that fell behind): grows from MIN up to MAX, then drops. The
+ * transport's windows (2048 packets per QP) bound what can be in flight. */
+#define SHM_BACKLOG_MIN (1u << 20)
+#define SHM_BACKLOG_MAX (256u << 20)
 
 enum { SLOT_FREE, SLOT_CLAIMED, SLOT_LIVE, SLOT_CLOSED };
 
