@@ -65,18 +65,27 @@ int sr_l3_encode(const struct sr_l3_addr *a, size_t udp_payload_len, uint8_t *bu
     return hl;
 }
 
-int sr_icrc_begin_l3(struct sr_icrc_ctx *c, const struct sr_l3_addr *a, size_t tlen,
-                     const uint8_t *bth)
+int sr_icrc_l3_prefix(const struct sr_l3_addr *a, size_t tlen, uint32_t *reg)
 {
     if (tlen < SR_BTH_LEN + SR_ICRC_LEN)
         return SR_ERR_WIRE_SHORT;
     /* The ICRC masks the IPv4 header checksum: not computed. */
-    uint8_t h[SR_IPV6_HDR_LEN + SR_UDP_HDR_LEN + SR_BTH_LEN];
-    int hl = l3_fill(a, tlen, h, SR_IPV6_HDR_LEN + SR_UDP_HDR_LEN);
+    uint8_t h[SR_IPV6_HDR_LEN + SR_UDP_HDR_LEN];
+    int hl = l3_fill(a, tlen, h, sizeof(h));
     if (hl < 0)
         return hl;
-    memcpy(h + hl, bth, SR_BTH_LEN);
-    return sr_icrc_begin(c, h, (size_t)hl + SR_BTH_LEN);
+    return sr_icrc_prefix(h, (size_t)hl, reg);
+}
+
+int sr_icrc_begin_l3(struct sr_icrc_ctx *c, const struct sr_l3_addr *a, size_t tlen,
+                     const uint8_t *bth)
+{
+    uint32_t reg;
+    int err = sr_icrc_l3_prefix(a, tlen, &reg);
+    if (err)
+        return err;
+    sr_icrc_begin_prefix(c, reg, bth, SR_BTH_LEN);
+    return 0;
 }
 
 int sr_l3_udp_csum(uint8_t *ip, size_t len)

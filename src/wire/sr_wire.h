@@ -282,6 +282,15 @@ int sr_icrc_begin(struct sr_icrc_ctx *c, const uint8_t *ip, size_t hdr_len);
  * feed the bytes after the BTH with sr_icrc_update. */
 int sr_icrc_begin_l3(struct sr_icrc_ctx *c, const struct sr_l3_addr *a, size_t tlen,
                      const uint8_t *bth);
+/* sr_icrc_begin_l3 in two steps, for senders and receivers that see many
+ * packets of one flow and length: the register after the 8 ones and the
+ * masked IP + UDP header (the same for all of them; sr_icrc_prefix takes
+ * the header bytes from ip, len at least the IP + UDP header), then a
+ * packet's transport headers (hdr_len >= SR_BTH_LEN bytes: the BTH and
+ * whatever follows it that the caller wants covered now). */
+int sr_icrc_prefix(const uint8_t *ip, size_t len, uint32_t *reg);
+int sr_icrc_l3_prefix(const struct sr_l3_addr *a, size_t tlen, uint32_t *reg);
+void sr_icrc_begin_prefix(struct sr_icrc_ctx *c, uint32_t reg, const uint8_t *hdr, size_t hdr_len);
 void sr_icrc_update(struct sr_icrc_ctx *c, const void *data, size_t len);
 uint32_t sr_icrc_final(const struct sr_icrc_ctx *c);
 

@@ -22,7 +22,10 @@
  * the socket takes GRO batches (UDP_GRO), which are split back into their
  * datagrams here. The kernel numbers the IPv4 identification of the
  * segments of a GSO send 0, 1, 2, ... (DF, unconnected socket), so segment
- * k's ICRC is computed with identification k. A receiver cannot tell where
+ * k's ICRC is the one with identification k: the sender computes it with
+ * 0 and adds the term identification k adds (sr_icrc_ipv4_id_term). The
+ * part of the CRC before the BTH is the same for all the packets of one
+ * length between two ports, and is kept (udp_pfx). A receiver cannot tell where
  * a datagram sat in its sender's train (GRO batches need not line up with
  * GSO sends, and a socket without GRO gets the segments one by one), so an
  * IPv4 ICRC is accepted with any identification 0..63: the CRC is computed
@@ -65,7 +68,8 @@ enum {
      * more), iovec entries per message (UIO_MAXIOV), largest UDP payload
      * of a send (IPv4 total length 65535). */
     UDP_GSO_MAX_SEGS = 64, /* also the identifications a receiver accepts */
-    UDP_ID_CACHE = 4,      /* packet lengths whose identification terms are kept */
+    UDP_ID_CACHE = 8,      /* packet lengths whose identification terms are kept */
+    UDP_PFX_CACHE = 8,     /* flows and lengths whose ICRC prefix is kept, per direction */
     UDP_IOV_MAX = 1024,
     UDP_GSO_MAX_V4 = 65535 - SR_IPV4_HDR_LEN - SR_UDP_HDR_LEN,
     UDP_GSO_MAX_V6 = 65535 - SR_UDP_HDR_LEN,
@@ -105,11 +109,23 @@ struct udp_id_terms {
     uint32_t term[UDP_GSO_MAX_SEGS];
 };
 
+/* The ICRC register after the invariant IP + UDP header (identification 0)
+ * of the packets of tlen transport bytes between this device and a peer:
+ * all the segments of a train, and most of a flow's packets, share it. */
+struct udp_pfx {
+    uint8_t gid[16]; /* the peer */
+    uint16_t port;   /* the peer's UDP port */
+    uint32_t tlen;   /* 0: unused */
+    uint32_t reg;
+};
+
 /* A queued packet's own bytes; its payload stays in the caller's memory. */
 struct udp_txpkt {
+    uint8_t lead[8];             /* the previous segment's tail, when in one train */
     uint8_t hdr[SR_MAX_HDR_LEN]; /* copy: the engine's header buffer is transient */
     uint8_t tail[3 + SR_ICRC_LEN];
 };
+_Static_assert(sizeof(((struct udp_txpkt *)0)->lead) >= 3 + SR_ICRC_LEN, "a tail fits in front");
 
 /* One message of the next sendmmsg: a datagram, or a GSO train of segs
  * datagrams of seg bytes (the last may be shorter) to one peer, whose
@@ -160,7 +176,9 @@ struct sr_udp {
     struct udp_held *held; /* UDP_HELD slots */
     uint32_t held_cnt;
     struct udp_id_terms id_terms[UDP_ID_CACHE];
-    uint32_t id_terms_next; /* round-robin replacement */
+    uint32_t id_terms_next;               /* round-robin replacement */
+    struct udp_pfx pfx[2][UDP_PFX_CACHE]; /* [0] sent, [1] received */
+    uint32_t pfx_last[2], pfx_next[2];    /* last hit, round-robin replacement */
 };
 
 static const uint8_t v4_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
@@ -215,15 +233,70 @@ static void sa_from_gid(union udp_sa *sa, socklen_t *len, bool ipv6, const uint8
 }
 
 /* The IP/UDP header the kernel produces (or produced) for a datagram from
- * src:sport to dst:dport with IPv4 identification ip_id, as the ICRC sees
- * it; see the file comment for why these values. */
+ * src:sport to dst:dport with IPv4 identification 0, as the ICRC sees it;
+ * see the file comment for why these values. */
 static void udp_l3(bool ipv6, const uint8_t *src, uint16_t sport, const uint8_t *dst,
-                   uint16_t dport, uint16_t ip_id, struct sr_l3_addr *a)
+                   uint16_t dport, struct sr_l3_addr *a)
 {
-    *a = (struct sr_l3_addr){.ipv6 = ipv6, .src_port = sport, .dst_port = dport, .ip_id = ip_id};
+    *a = (struct sr_l3_addr){.ipv6 = ipv6, .src_port = sport, .dst_port = dport};
     size_t n = ipv6 ? 16 : 4, off = ipv6 ? 0 : 12;
     memcpy(a->src, src + off, n);
     memcpy(a->dst, dst + off, n);
+}
+
+/* The identification terms for IPv4 packets of ip_len bytes, computed on
+ * first use: the few lengths a flow uses (full segments, its last one,
+ * ACKs) stay cached. */
+static const uint32_t *udp_id_terms(struct sr_udp *u, size_t ip_len)
+{
+    for (int i = 0; i < UDP_ID_CACHE; i++)
+        if (u->id_terms[i].ip_len == ip_len)
+            return u->id_terms[i].term;
+    struct udp_id_terms *t = &u->id_terms[u->id_terms_next++ % UDP_ID_CACHE];
+    t->ip_len = (uint32_t)ip_len;
+    t->term[0] = 0;
+    /* linear in the identification: one term per bit, then xor */
+    for (unsigned b = 1; b < UDP_GSO_MAX_SEGS; b <<= 1) {
+        uint32_t col = sr_icrc_ipv4_id_term(ip_len, (uint16_t)b);
+        for (unsigned id = b; id < 2 * b; id++)
+            t->term[id] = t->term[id - b] ^ col;
+    }
+    return t->term;
+}
+
+/* The ICRC prefix of packets of tlen bytes sent to (rx false) or received
+ * from (rx true) peer:port; SR_ERR_* for an unusable length. */
+static int udp_pfx(struct sr_udp *u, bool rx, const uint8_t *peer, uint16_t port, size_t tlen,
+                   uint32_t *reg)
+{
+    struct udp_pfx *c = u->pfx[rx];
+    uint32_t i = u->pfx_last[rx];
+    if (c[i].tlen == tlen && c[i].port == port && memcmp(c[i].gid, peer, 16) == 0) {
+        *reg = c[i].reg;
+        return 0;
+    }
+    for (i = 0; i < UDP_PFX_CACHE; i++)
+        if (c[i].tlen == tlen && c[i].port == port && memcmp(c[i].gid, peer, 16) == 0)
+            break;
+    if (i == UDP_PFX_CACHE) {
+        struct sr_l3_addr a;
+        if (rx)
+            udp_l3(u->ipv6, peer, port, u->addr, u->port, &a);
+        else
+            udp_l3(u->ipv6, u->addr, u->port, peer, port, &a);
+        uint32_t r;
+        int err = sr_icrc_l3_prefix(&a, tlen, &r);
+        if (err)
+            return err;
+        i = u->pfx_next[rx]++ % UDP_PFX_CACHE;
+        memcpy(c[i].gid, peer, 16);
+        c[i].port = port;
+        c[i].tlen = (uint32_t)tlen;
+        c[i].reg = r;
+    }
+    u->pfx_last[rx] = i;
+    *reg = c[i].reg;
+    return 0;
 }
 
 static void udp_set_buf(int fd, int force_opt, int opt, uint32_t bytes)
@@ -462,7 +535,7 @@ static int udp_recvmmsg(int fd, struct mmsghdr *m, unsigned n)
 /* Everything but the sendmsg: checks, ICRC (computed with IPv4
  * identification ip_id), the iovec. Returns the number of iovec entries
  * (at most UDP_PKT_IOV) or a negative SR_ERR_*. */
-static int udp_tx_prepare(const struct sr_udp *u, const struct sr_tx_pkt *t, uint16_t ip_id,
+static int udp_tx_prepare(struct sr_udp *u, const struct sr_tx_pkt *t, uint16_t ip_id,
                           struct iovec *iov, uint8_t *tail, size_t *tlen)
 {
     if (!t || !t->hdr || !t->dgid || t->hdr_len < SR_BTH_LEN || t->pad_len > 3 ||
@@ -472,15 +545,14 @@ static int udp_tx_prepare(const struct sr_udp *u, const struct sr_tx_pkt *t, uin
         return SR_ERR_INVAL; /* a device speaks only the family it is bound to */
     *tlen = (size_t)t->hdr_len + t->payload_len + t->pad_len + SR_ICRC_LEN;
 
-    /* The remaining headers, the payload and the pad are fed to the ICRC
-     * where they lie. */
-    struct sr_l3_addr a;
-    udp_l3(u->ipv6, u->addr, u->port, t->dgid, SR_ROCE_UDP_PORT, ip_id, &a);
-    struct sr_icrc_ctx c;
-    int err = sr_icrc_begin_l3(&c, &a, *tlen, t->hdr);
+    /* The ICRC with identification 0, from the flow's cached prefix; the
+     * headers, the payload and the pad are fed to it where they lie. */
+    uint32_t reg;
+    int err = udp_pfx(u, false, t->dgid, SR_ROCE_UDP_PORT, *tlen, &reg);
     if (err)
         return err;
-    sr_icrc_update(&c, t->hdr + SR_BTH_LEN, t->hdr_len - SR_BTH_LEN);
+    struct sr_icrc_ctx c;
+    sr_icrc_begin_prefix(&c, reg, t->hdr, t->hdr_len);
 
     int n = 0;
     iov[n++] = (struct iovec){.iov_base = (void *)t->hdr, .iov_len = t->hdr_len};
@@ -499,7 +571,10 @@ static int udp_tx_prepare(const struct sr_udp *u, const struct sr_tx_pkt *t, uin
         return SR_ERR_INVAL;
     memset(tail, 0, t->pad_len);
     sr_icrc_update(&c, tail, t->pad_len);
-    sr_put_le32(tail + t->pad_len, sr_icrc_final(&c));
+    uint32_t icrc = sr_icrc_final(&c);
+    if (ip_id && !u->ipv6) /* a later segment of a train */
+        icrc ^= udp_id_terms(u, SR_IPV4_HDR_LEN + SR_UDP_HDR_LEN + *tlen)[ip_id];
+    sr_put_le32(tail + t->pad_len, icrc);
     iov[n++] = (struct iovec){.iov_base = tail, .iov_len = t->pad_len + SR_ICRC_LEN};
     return n;
 }
@@ -658,6 +733,15 @@ int sr_udp_queue(struct sr_udp *u, const struct sr_tx_pkt *t)
         return n;
     }
     if (join) {
+        /* The train's last entry is the previous segment's pad + ICRC: a
+         * copy in front of this header, and one entry for both (the
+         * kernel's copy pays per entry). */
+        struct iovec *prev = iov - 1;
+        size_t pl = prev->iov_len;
+        memcpy(p->hdr - pl, prev->iov_base, pl);
+        *prev = (struct iovec){.iov_base = p->hdr - pl, .iov_len = pl + iov[0].iov_len};
+        memmove(iov, iov + 1, (size_t)(n - 1) * sizeof(*iov));
+        n--;
         m->segs++;
         m->bytes += (uint32_t)tlen;
         m->iov_cnt += (uint32_t)n;
@@ -697,36 +781,16 @@ static void gid_from_sa(const union udp_sa *sa, uint8_t *gid, uint16_t *port)
     }
 }
 
-/* The identification terms for IPv4 packets of ip_len bytes, computed on
- * first use: the few lengths a flow uses (full segments, its last one,
- * ACKs) stay cached. */
-static const uint32_t *udp_id_terms(struct sr_udp *u, size_t ip_len)
-{
-    for (int i = 0; i < UDP_ID_CACHE; i++)
-        if (u->id_terms[i].ip_len == ip_len)
-            return u->id_terms[i].term;
-    struct udp_id_terms *t = &u->id_terms[u->id_terms_next++ % UDP_ID_CACHE];
-    t->ip_len = (uint32_t)ip_len;
-    t->term[0] = 0;
-    /* linear in the identification: one term per bit, then xor */
-    for (unsigned b = 1; b < UDP_GSO_MAX_SEGS; b <<= 1) {
-        uint32_t col = sr_icrc_ipv4_id_term(ip_len, (uint16_t)b);
-        for (unsigned id = b; id < 2 * b; id++)
-            t->term[id] = t->term[id - b] ^ col;
-    }
-    return t->term;
-}
-
 /* Does pkt (len bytes, ICRC last) carry the ICRC of a datagram from
  * src:sport to this device (with an identification a GSO train uses)? */
 static bool udp_icrc_ok(struct sr_udp *u, const uint8_t *pkt, size_t len, const uint8_t *src,
                         uint16_t sport)
 {
-    struct sr_l3_addr a;
-    udp_l3(u->ipv6, src, sport, u->addr, u->port, 0, &a);
-    struct sr_icrc_ctx c;
-    if (sr_icrc_begin_l3(&c, &a, len, pkt) != 0)
+    uint32_t reg;
+    if (udp_pfx(u, true, src, sport, len, &reg) != 0)
         return false;
+    struct sr_icrc_ctx c;
+    sr_icrc_begin_prefix(&c, reg, pkt, SR_BTH_LEN);
     sr_icrc_update(&c, pkt + SR_BTH_LEN, len - SR_BTH_LEN - SR_ICRC_LEN);
     uint32_t diff = sr_get_le32(pkt + len - SR_ICRC_LEN) ^ sr_icrc_final(&c);
     if (diff == 0)
