@@ -10,6 +10,19 @@
  * run-time initialisation). */
 #include "crc32_tables.h"
 
+/* Eight bytes (p[0..7], as lo and hi read from memory) in one step. */
+static inline uint32_t crc32_step8(uint32_t c, uint32_t lo, uint32_t hi)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    lo = __builtin_bswap32(lo);
+    hi = __builtin_bswap32(hi);
+#endif
+    lo ^= c;
+    return crc_tab[7][lo & 0xff] ^ crc_tab[6][(lo >> 8) & 0xff] ^ crc_tab[5][(lo >> 16) & 0xff] ^
+           crc_tab[4][lo >> 24] ^ crc_tab[3][hi & 0xff] ^ crc_tab[2][(hi >> 8) & 0xff] ^
+           crc_tab[1][(hi >> 16) & 0xff] ^ crc_tab[0][hi >> 24];
+}
+
 static uint32_t crc32_table(uint32_t c, const uint8_t *p, size_t n)
 {
     while (n && ((uintptr_t)p & 7)) {
@@ -20,14 +33,7 @@ static uint32_t crc32_table(uint32_t c, const uint8_t *p, size_t n)
         uint32_t lo, hi;
         memcpy(&lo, p, 4);
         memcpy(&hi, p + 4, 4);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-        lo = __builtin_bswap32(lo);
-        hi = __builtin_bswap32(hi);
-#endif
-        lo ^= c;
-        c = crc_tab[7][lo & 0xff] ^ crc_tab[6][(lo >> 8) & 0xff] ^ crc_tab[5][(lo >> 16) & 0xff] ^
-            crc_tab[4][lo >> 24] ^ crc_tab[3][hi & 0xff] ^ crc_tab[2][(hi >> 8) & 0xff] ^
-            crc_tab[1][(hi >> 16) & 0xff] ^ crc_tab[0][hi >> 24];
+        c = crc32_step8(c, lo, hi);
         p += 8;
         n -= 8;
     }
@@ -210,12 +216,18 @@ int sr_icrc_prefix(const uint8_t *ip, size_t len, uint32_t *reg)
 
 void sr_icrc_begin_prefix(struct sr_icrc_ctx *c, uint32_t reg, const uint8_t *hdr, size_t hdr_len)
 {
-    /* One aligned run through the table instead of three. */
-    uint64_t m[(SR_MAX_HDR_LEN + 7) / 8];
-    size_t n = SR_MIN(hdr_len, sizeof(m));
-    memcpy(m, hdr, n);
-    ((uint8_t *)m)[4] = 0xff; /* BTH: FECN, BECN, reserved */
-    c->crc = crc32_raw(crc32_raw(reg, (const uint8_t *)m, n), hdr + n, hdr_len - n);
+    /* The BTH's first 8 bytes with byte 4 (FECN, BECN, reserved) set to
+     * ones, in registers: a masked copy in memory read back in words would
+     * wait for the byte written into it, and with it for every store still
+     * queued before it (the copy of the previous packet into its MR). */
+    uint32_t lo, hi;
+    memcpy(&lo, hdr, 4);
+    memcpy(&hi, hdr + 4, 4);
+    static const union {
+        uint8_t b[4];
+        uint32_t w;
+    } ones0 = {.b = {0xff}};
+    c->crc = crc32_raw(crc32_step8(reg, lo, hi | ones0.w), hdr + 8, hdr_len - 8);
 }
 
 void sr_icrc_update(struct sr_icrc_ctx *c, const void *data, size_t len)
