@@ -211,7 +211,8 @@ int sr_wire_decode(const uint8_t *buf, size_t len, uint32_t pmtu, struct sr_pkt 
  * append payload, sr_wire_pad_len() zero bytes and the ICRC themselves).
  * pad_cnt is derived from payload_len. Returns the header length or
  * SR_ERR_WIRE_OPCODE / SR_ERR_NOSPACE / SR_ERR_RANGE (a 24-bit field
- * overflows, or payload on an opcode without one). */
+ * overflows, or payload on an opcode without one). With cap at least
+ * SR_MAX_HDR_LEN, the bytes after the header up to it are zeroed. */
 int sr_wire_encode_hdr(const struct sr_pkt *pkt, uint8_t *buf, size_t cap);
 
 /* Encode a whole transport packet: headers, a copy of payload, zero pad and a
