@@ -214,8 +214,10 @@ int sr_icrc_prefix(const uint8_t *ip, size_t len, uint32_t *reg)
     return 0;
 }
 
-void sr_icrc_begin_prefix(struct sr_icrc_ctx *c, uint32_t reg, const uint8_t *hdr, size_t hdr_len)
+int sr_icrc_begin_prefix(struct sr_icrc_ctx *c, uint32_t reg, const uint8_t *hdr, size_t hdr_len)
 {
+    if (hdr_len < SR_BTH_LEN)
+        return SR_ERR_WIRE_SHORT;
     /* The BTH's first 8 bytes with byte 4 (FECN, BECN, reserved) set to
      * ones, in registers: a masked copy in memory read back in words would
      * wait for the byte written into it, and with it for every store still
@@ -228,6 +230,7 @@ void sr_icrc_begin_prefix(struct sr_icrc_ctx *c, uint32_t reg, const uint8_t *hd
         uint32_t w;
     } ones0 = {.b = {0xff}};
     c->crc = crc32_raw(crc32_step8(reg, lo, hi | ones0.w), hdr + 8, hdr_len - 8);
+    return 0;
 }
 
 void sr_icrc_update(struct sr_icrc_ctx *c, const void *data, size_t len)

@@ -84,8 +84,7 @@ int sr_icrc_begin_l3(struct sr_icrc_ctx *c, const struct sr_l3_addr *a, size_t t
     int err = sr_icrc_l3_prefix(a, tlen, &reg);
     if (err)
         return err;
-    sr_icrc_begin_prefix(c, reg, bth, SR_BTH_LEN);
-    return 0;
+    return sr_icrc_begin_prefix(c, reg, bth, SR_BTH_LEN);
 }
 
 int sr_l3_udp_csum(uint8_t *ip, size_t len)

@@ -212,7 +212,8 @@ int sr_wire_decode(const uint8_t *buf, size_t len, uint32_t pmtu, struct sr_pkt 
  * pad_cnt is derived from payload_len. Returns the header length or
  * SR_ERR_WIRE_OPCODE / SR_ERR_NOSPACE / SR_ERR_RANGE (a 24-bit field
  * overflows, or payload on an opcode without one). With cap at least
- * SR_MAX_HDR_LEN, the bytes after the header up to it are zeroed. */
+ * SR_MAX_HDR_LEN, the bytes after the header up to it are zeroed: the
+ * payload must not already be in buf. */
 int sr_wire_encode_hdr(const struct sr_pkt *pkt, uint8_t *buf, size_t cap);
 
 /* Encode a whole transport packet: headers, a copy of payload, zero pad and a
@@ -287,11 +288,11 @@ int sr_icrc_begin_l3(struct sr_icrc_ctx *c, const struct sr_l3_addr *a, size_t t
  * packets of one flow and length: the register after the 8 ones and the
  * masked IP + UDP header (the same for all of them; sr_icrc_prefix takes
  * the header bytes from ip, len at least the IP + UDP header), then a
- * packet's transport headers (hdr_len >= SR_BTH_LEN bytes: the BTH and
- * whatever follows it that the caller wants covered now). */
+ * packet's transport headers (the BTH and whatever follows it that the
+ * caller wants covered now; SR_ERR_WIRE_SHORT below SR_BTH_LEN bytes). */
 int sr_icrc_prefix(const uint8_t *ip, size_t len, uint32_t *reg);
 int sr_icrc_l3_prefix(const struct sr_l3_addr *a, size_t tlen, uint32_t *reg);
-void sr_icrc_begin_prefix(struct sr_icrc_ctx *c, uint32_t reg, const uint8_t *hdr, size_t hdr_len);
+int sr_icrc_begin_prefix(struct sr_icrc_ctx *c, uint32_t reg, const uint8_t *hdr, size_t hdr_len);
 void sr_icrc_update(struct sr_icrc_ctx *c, const void *data, size_t len);
 uint32_t sr_icrc_final(const struct sr_icrc_ctx *c);
 
@@ -299,7 +300,8 @@ uint32_t sr_icrc_final(const struct sr_icrc_ctx *c);
  * included) with identification id equals the ICRC with identification 0
  * xor this term. A UDP socket does not see the identification, and Linux
  * numbers the segments of a GSO send 0, 1, 2, ...: receivers use this to
- * accept them without recomputing the CRC per candidate. */
+ * accept them without recomputing the CRC per candidate, senders to
+ * compute a train's segments from one cached prefix. */
 uint32_t sr_icrc_ipv4_id_term(size_t ip_len, uint16_t id);
 
 /* Plain CRC-32 (IEEE, reflected, as zlib's crc32): crc = sr_crc32(0, p, n). */

@@ -696,6 +696,62 @@ static int dev_queue(struct sr_udp *u, const struct sr_pkt *p, const uint8_t *dg
     return sr_udp_queue(u, &t);
 }
 
+/* A GSO train as a foreign RoCEv2 receiver sees it: the kernel cuts it
+ * for a socket without GRO and numbers the segments' IPv4 identifications
+ * 0, 1, 2, ... (DF, unconnected). Each segment must carry the ICRC of the
+ * header it really has (identification k), not the identification-0 ICRC
+ * that the driver's own receivers would also accept. Odd payloads (pad 3:
+ * a 7-byte pad + ICRC entry shared with the next header) and a shorter
+ * last segment. */
+static void test_gso_wire_ids(void)
+{
+    struct sr_udp *d = NULL;
+    uint8_t pg[16], buf[PKT_MAX + 64], src[16];
+    uint16_t sport = 0;
+    SR_CHECK_EQ(dev_open_auto(base_seed + 1000, &d), 0);
+    int fd = plain_open_v4(base_seed + 1016, SR_ROCE_UDP_PORT, pg, NULL);
+    SR_CHECK(fd >= 0);
+    if (!d || fd < 0)
+        goto out;
+    enum { SEGS = 9 };
+    struct sr_pkt p;
+    for (uint32_t i = 0; i < SEGS; i++) {
+        make_pkt(&p, SR_OP_RC | SR_OP_SEND_ONLY, 700 + i, pattern + i, i < SEGS - 1 ? 101 : 50);
+        SR_CHECK_EQ(dev_queue(d, &p, pg), 0);
+    }
+    SR_CHECK_EQ(sr_udp_flush(d), 0);
+    struct sr_udp_stats s;
+    sr_udp_stats(d, &s);
+    SR_CHECK_EQ(s.tx_gso_sends, 1);
+    uint8_t l3[SR_IPV4_HDR_LEN + SR_UDP_HDR_LEN];
+    for (uint16_t k = 0; k < SEGS; k++) {
+        sr_test_ctx = "segment";
+        uint32_t plen = k < SEGS - 1 ? 101 : 50;
+        ssize_t n = plain_recv(fd, buf + sizeof(l3), sizeof(buf) - sizeof(l3), src, &sport);
+        SR_CHECK_EQ(n, (ssize_t)sr_wire_pkt_len(SR_OP_RC | SR_OP_SEND_ONLY, plen));
+        if (n <= 0)
+            break;
+        struct sr_l3_addr a = {.src_port = sport, .ip_id = k};
+        memcpy(a.src, src + 12, 4);
+        memcpy(a.dst, pg + 12, 4);
+        SR_CHECK_EQ(sr_l3_encode(&a, (size_t)n, buf, sizeof(l3)), (int)sizeof(l3));
+        SR_CHECK_EQ(sr_icrc_verify(buf, sizeof(l3) + (size_t)n), 0);
+        if (k) { /* the identification matters: 0 would not do */
+            a.ip_id = 0;
+            sr_l3_encode(&a, (size_t)n, buf, sizeof(l3));
+            SR_CHECK_EQ(sr_icrc_verify(buf, sizeof(l3) + (size_t)n), SR_ERR_WIRE_ICRC);
+        }
+        struct sr_pkt dp;
+        SR_CHECK(sr_wire_decode(buf + sizeof(l3), (size_t)n, 4096, &dp) > 0);
+        SR_CHECK_EQ(dp.bth.psn, 700u + k);
+        SR_CHECK_MEM(dp.payload, pattern + k, plen);
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    sr_udp_close(d);
+}
+
 /* GSO trains: same-size packets to one peer leave as one send (a shorter
  * one may end the train, another peer starts a new one); a GRO receiver
  * gets the train as one batch, a receiver without GRO gets the segments
@@ -1107,6 +1163,7 @@ int main(void)
     SR_RUN(test_send_errors);
     SR_RUN(test_burst);
     SR_RUN(test_gso_trains);
+    SR_RUN(test_gso_wire_ids);
     SR_RUN(test_ipv4_id_window);
     SR_RUN(test_flush_flag);
     SR_RUN(test_ipv6);

@@ -25,7 +25,7 @@
  * k's ICRC is the one with identification k: the sender computes it with
  * 0 and adds the term identification k adds (sr_icrc_ipv4_id_term). The
  * part of the CRC before the BTH is the same for all the packets of one
- * length between two ports, and is kept (udp_pfx). A receiver cannot tell where
+ * length between two address:port pairs, and is kept (udp_pfx). A receiver cannot tell where
  * a datagram sat in its sender's train (GRO batches need not line up with
  * GSO sends, and a socket without GRO gets the segments one by one), so an
  * IPv4 ICRC is accepted with any identification 0..63: the CRC is computed
@@ -41,6 +41,7 @@
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -68,7 +69,8 @@ enum {
      * more), iovec entries per message (UIO_MAXIOV), largest UDP payload
      * of a send (IPv4 total length 65535). */
     UDP_GSO_MAX_SEGS = 64, /* also the identifications a receiver accepts */
-    UDP_ID_CACHE = 8,      /* packet lengths whose identification terms are kept */
+    UDP_ID_CACHE = 8,      /* packet lengths whose identification terms are kept (sent
+                              and received alike; a miss costs some 20k cycles) */
     UDP_PFX_CACHE = 8,     /* flows and lengths whose ICRC prefix is kept, per direction */
     UDP_IOV_MAX = 1024,
     UDP_GSO_MAX_V4 = 65535 - SR_IPV4_HDR_LEN - SR_UDP_HDR_LEN,
@@ -125,7 +127,9 @@ struct udp_txpkt {
     uint8_t hdr[SR_MAX_HDR_LEN]; /* copy: the engine's header buffer is transient */
     uint8_t tail[3 + SR_ICRC_LEN];
 };
-_Static_assert(sizeof(((struct udp_txpkt *)0)->lead) >= 3 + SR_ICRC_LEN, "a tail fits in front");
+_Static_assert(sizeof(((struct udp_txpkt *)0)->lead) >= 3 + SR_ICRC_LEN &&
+                   offsetof(struct udp_txpkt, hdr) == sizeof(((struct udp_txpkt *)0)->lead),
+               "a tail fits in front of the header, right against it");
 
 /* One message of the next sendmmsg: a datagram, or a GSO train of segs
  * datagrams of seg bytes (the last may be shorter) to one peer, whose
@@ -532,14 +536,15 @@ static int udp_recvmmsg(int fd, struct mmsghdr *m, unsigned n)
     return (int)syscall(SYS_recvmmsg, fd, m, n, MSG_DONTWAIT, NULL);
 }
 
-/* Everything but the sendmsg: checks, ICRC (computed with IPv4
- * identification ip_id), the iovec. Returns the number of iovec entries
- * (at most UDP_PKT_IOV) or a negative SR_ERR_*. */
+/* Everything but the sendmsg: checks, ICRC (of the datagram with IPv4
+ * identification ip_id, the segment's index in its train; IPv6 has none),
+ * the iovec. Returns the number of iovec entries (at most UDP_PKT_IOV) or
+ * a negative SR_ERR_*. */
 static int udp_tx_prepare(struct sr_udp *u, const struct sr_tx_pkt *t, uint16_t ip_id,
                           struct iovec *iov, uint8_t *tail, size_t *tlen)
 {
     if (!t || !t->hdr || !t->dgid || t->hdr_len < SR_BTH_LEN || t->pad_len > 3 ||
-        t->iov_cnt > SR_UDP_MAX_IOV || (t->iov_cnt && !t->iov))
+        t->iov_cnt > SR_UDP_MAX_IOV || (t->iov_cnt && !t->iov) || ip_id >= UDP_GSO_MAX_SEGS)
         return SR_ERR_INVAL;
     if (gid_is_v4(t->dgid) == u->ipv6)
         return SR_ERR_INVAL; /* a device speaks only the family it is bound to */
@@ -552,7 +557,9 @@ static int udp_tx_prepare(struct sr_udp *u, const struct sr_tx_pkt *t, uint16_t 
     if (err)
         return err;
     struct sr_icrc_ctx c;
-    sr_icrc_begin_prefix(&c, reg, t->hdr, t->hdr_len);
+    err = sr_icrc_begin_prefix(&c, reg, t->hdr, t->hdr_len);
+    if (err)
+        return err;
 
     int n = 0;
     iov[n++] = (struct iovec){.iov_base = (void *)t->hdr, .iov_len = t->hdr_len};
@@ -738,8 +745,9 @@ int sr_udp_queue(struct sr_udp *u, const struct sr_tx_pkt *t)
          * kernel's copy pays per entry). */
         struct iovec *prev = iov - 1;
         size_t pl = prev->iov_len;
-        memcpy(p->hdr - pl, prev->iov_base, pl);
-        *prev = (struct iovec){.iov_base = p->hdr - pl, .iov_len = pl + iov[0].iov_len};
+        uint8_t *lead = p->lead + sizeof(p->lead) - pl; /* hdr follows lead */
+        memcpy(lead, prev->iov_base, pl);
+        *prev = (struct iovec){.iov_base = lead, .iov_len = pl + iov[0].iov_len};
         memmove(iov, iov + 1, (size_t)(n - 1) * sizeof(*iov));
         n--;
         m->segs++;
@@ -795,7 +803,8 @@ static bool udp_icrc_ok(struct sr_udp *u, const uint8_t *pkt, size_t len, const 
     if (udp_pfx(u, true, src, sport, len, &reg) != 0)
         return false;
     struct sr_icrc_ctx c;
-    sr_icrc_begin_prefix(&c, reg, pkt, SR_BTH_LEN);
+    if (sr_icrc_begin_prefix(&c, reg, pkt, SR_BTH_LEN) != 0)
+        return false;
     sr_icrc_update(&c, pkt + SR_BTH_LEN, len - SR_BTH_LEN - SR_ICRC_LEN);
     uint32_t diff = sr_get_le32(pkt + len - SR_ICRC_LEN) ^ sr_icrc_final(&c);
     if (diff == 0)
