@@ -3,7 +3,7 @@
  * host (packets to an address with a mailbox here go through it, all
  * others through UDP; both are received), a lock, and a thread that is the NIC
  * (receives, runs the responder, fires deadlines, transmits). The thread
- * blocks in epoll when there is nothing to do; the application thread can
+ * blocks (ppoll) when there is nothing to do; the application thread can
  * also drive progress inline (sr_nic_progress) for latency.
  *
  * Locking: every engine call goes through sr_nic_lock/unlock. The engine

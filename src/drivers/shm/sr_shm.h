@@ -16,7 +16,7 @@
  * /dev/shm means UDP, never SIGBUS) and writes its packets there. The
  * receiver polls the rings of its live slots; before it blocks it sets a
  * flag, and a sender that finds the flag set rings the doorbell (one
- * datagram), whose socket the receiver's epoll watches.
+ * datagram), whose socket the receiver's NIC thread watches when it blocks.
  *
  * What sr_shm_send writes becomes visible at the next sr_shm_flush (the
  * end of every pass, post and ACK release), or once 32 KiB wait: a held
@@ -80,7 +80,7 @@ void sr_shm_close(struct sr_shm *s);
  * and remove its names (peers stop writing; the memory goes with the
  * last mapping). Safe to call from any thread, once. */
 void sr_shm_unlink(struct sr_shm *s);
-/* The doorbell socket, for epoll: readable after a sender rang. */
+/* The doorbell socket, to poll: readable after a sender rang. */
 int sr_shm_fd(const struct sr_shm *s);
 
 /* Write one packet (as sr_udp_send would send it: t->hdr, the t->iov

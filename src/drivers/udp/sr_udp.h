@@ -67,7 +67,7 @@ void sr_udp_close(struct sr_udp *u);
 const uint8_t *sr_udp_addr(const struct sr_udp *u);
 /* The bound UDP port (4791 unless cfg.port said otherwise). */
 uint16_t sr_udp_port(const struct sr_udp *u);
-/* The non-blocking socket, for epoll (EPOLLIN means sr_udp_recv has work). */
+/* The non-blocking socket, to poll (POLLIN means sr_udp_recv has work). */
 int sr_udp_fd(const struct sr_udp *u);
 
 /* Send one transport packet to t->dgid, UDP port 4791, with one sendmsg
