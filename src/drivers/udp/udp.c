@@ -25,13 +25,15 @@
  * k's ICRC is the one with identification k: the sender computes it with
  * 0 and adds the term identification k adds (sr_icrc_ipv4_id_term). The
  * part of the CRC before the BTH is the same for all the packets of one
- * length between two address:port pairs, and is kept (udp_pfx). A receiver cannot tell where
- * a datagram sat in its sender's train (GRO batches need not line up with
- * GSO sends, and a socket without GRO gets the segments one by one), so an
- * IPv4 ICRC is accepted with any identification 0..63: the CRC is computed
- * once, with 0, and a mismatch is looked up among the 63 terms the other
- * identifications add (sr_icrc_ipv4_id_term). That leaves 26 of the ICRC's
- * 32 bits to catch corruption. IPv6 has no identification.
+ * length between two address:port pairs, and is kept (udp_pfx).
+ *
+ * A receiver cannot tell where a datagram sat in its sender's train (GRO
+ * batches need not line up with GSO sends, and a socket without GRO gets
+ * the segments one by one), so an IPv4 ICRC is accepted with any
+ * identification 0..63: the CRC is computed once, with 0, and a mismatch
+ * is looked up among the 63 terms the other identifications add. That
+ * leaves 26 of the ICRC's 32 bits to catch corruption. IPv6 has no
+ * identification.
  */
 #include "sr_udp.h"
 #include "sr_util.h"
