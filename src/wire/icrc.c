@@ -185,24 +185,15 @@ static void mask_l3(uint8_t *h, int l3)
     udp[6] = udp[7] = 0xff; /* UDP checksum */
 }
 
-int sr_icrc_begin(struct sr_icrc_ctx *c, const uint8_t *ip, size_t hdr_len)
+/* The register after the 8 ones and the masked IP + UDP header (l3 bytes
+ * at ip, already checked). */
+static uint32_t prefix_of(const uint8_t *ip, int l3)
 {
-    int l3 = l3_hdr_len(ip, hdr_len);
-    if (l3 < 0)
-        return l3;
-    if (hdr_len < (size_t)l3 + SR_BTH_LEN)
-        return SR_ERR_WIRE_SHORT;
-
-    /* Masked copy of IP + UDP + BTH (at most 40 + 8 + 12 bytes). */
-    uint8_t m[8 + SR_IPV6_HDR_LEN + SR_UDP_HDR_LEN + SR_BTH_LEN];
+    uint8_t m[8 + SR_IPV6_HDR_LEN + SR_UDP_HDR_LEN];
     memset(m, 0xff, 8);
-    memcpy(m + 8, ip, (size_t)l3 + SR_BTH_LEN);
+    memcpy(m + 8, ip, (size_t)l3);
     mask_l3(m + 8, l3);
-    m[8 + l3 + 4] = 0xff; /* BTH: FECN, BECN, reserved */
-
-    c->crc = crc32_raw(0xffffffffu, m, 8 + (size_t)l3 + SR_BTH_LEN);
-    c->crc = crc32_raw(c->crc, ip + l3 + SR_BTH_LEN, hdr_len - (size_t)l3 - SR_BTH_LEN);
-    return 0;
+    return crc32_raw(0xffffffffu, m, 8 + (size_t)l3);
 }
 
 int sr_icrc_prefix(const uint8_t *ip, size_t len, uint32_t *reg)
@@ -210,11 +201,7 @@ int sr_icrc_prefix(const uint8_t *ip, size_t len, uint32_t *reg)
     int l3 = l3_hdr_len(ip, len);
     if (l3 < 0)
         return l3;
-    uint8_t m[8 + SR_IPV6_HDR_LEN + SR_UDP_HDR_LEN];
-    memset(m, 0xff, 8);
-    memcpy(m + 8, ip, (size_t)l3);
-    mask_l3(m + 8, l3);
-    *reg = crc32_raw(0xffffffffu, m, 8 + (size_t)l3);
+    *reg = prefix_of(ip, l3);
     return 0;
 }
 
@@ -235,6 +222,14 @@ int sr_icrc_begin_prefix(struct sr_icrc_ctx *c, uint32_t reg, const uint8_t *hdr
     } ones0 = {.b = {0xff}};
     c->crc = crc32_raw(crc32_step8(reg, lo, hi | ones0.w), hdr + 8, hdr_len - 8);
     return 0;
+}
+
+int sr_icrc_begin(struct sr_icrc_ctx *c, const uint8_t *ip, size_t hdr_len)
+{
+    int l3 = l3_hdr_len(ip, hdr_len);
+    if (l3 < 0)
+        return l3;
+    return sr_icrc_begin_prefix(c, prefix_of(ip, l3), ip + l3, hdr_len - (size_t)l3);
 }
 
 void sr_icrc_update(struct sr_icrc_ctx *c, const void *data, size_t len)
