@@ -270,6 +270,11 @@ static const uint32_t *udp_id_terms(struct sr_udp *u, size_t ip_len)
     return t->term;
 }
 
+static bool pfx_is(const struct udp_pfx *c, const uint8_t *peer, uint16_t port, size_t tlen)
+{
+    return c->tlen == tlen && c->port == port && memcmp(c->gid, peer, 16) == 0;
+}
+
 /* The ICRC prefix of packets of tlen bytes sent to (rx false) or received
  * from (rx true) peer:port; SR_ERR_* for an unusable length. */
 static int udp_pfx(struct sr_udp *u, bool rx, const uint8_t *peer, uint16_t port, size_t tlen,
@@ -277,13 +282,9 @@ static int udp_pfx(struct sr_udp *u, bool rx, const uint8_t *peer, uint16_t port
 {
     struct udp_pfx *c = u->pfx[rx];
     uint32_t i = u->pfx_last[rx];
-    if (c[i].tlen == tlen && c[i].port == port && memcmp(c[i].gid, peer, 16) == 0) {
-        *reg = c[i].reg;
-        return 0;
-    }
-    for (i = 0; i < UDP_PFX_CACHE; i++)
-        if (c[i].tlen == tlen && c[i].port == port && memcmp(c[i].gid, peer, 16) == 0)
-            break;
+    if (!pfx_is(&c[i], peer, port, tlen))
+        for (i = 0; i < UDP_PFX_CACHE && !pfx_is(&c[i], peer, port, tlen); i++)
+            ;
     if (i == UDP_PFX_CACHE) {
         struct sr_l3_addr a;
         if (rx)
