@@ -181,10 +181,17 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
             o = SR_OP_WRITE_ONLY_IMM;
             p.imm = wr->imm;
         }
+        len = SR_MIN(pmtu, w->total_len - off);
+        if (w->write_only) {
+            /* each packet a WRITE of its own piece (write_only_wqe) */
+            p.bth.opcode = tbase | SR_OP_WRITE_ONLY;
+            p.reth =
+                (struct sr_reth){.va = wr->remote_addr + off, .rkey = wr->rkey, .dma_len = len};
+            break;
+        }
         p.bth.opcode =
             tbase | seg_opcode(SR_OP_WRITE_FIRST, SR_OP_WRITE_MIDDLE, l, o, idx, w->npkts);
         p.reth = (struct sr_reth){.va = wr->remote_addr, .rkey = wr->rkey, .dma_len = w->total_len};
-        len = SR_MIN(pmtu, w->total_len - off);
         break;
     }
     case SR_WR_RDMA_READ:
@@ -214,9 +221,15 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
     if (last && (info->flags & SR_OPF_SOLICIT) && (wr->send_flags & SR_SEND_SOLICITED))
         p.bth.se = true;
     /* Ask for an ACK at the end of each message and every 32 packets, so
-     * ACKs are coalesced but the window keeps moving (IBA 9.7.5.1.1). */
+     * ACKs are coalesced but the window keeps moving (IBA 9.7.5.1.1). The
+     * pieces of a WRITE sent as WRITE ONLY packets ask at the WRITE's end
+     * and every half window: a responder takes each for the end of a
+     * message, and an ACK held at a message's end may wait for a reply
+     * (a ping-pong's); asked for earlier, it would be held from there and
+     * could leave alone, ahead of the reply. */
     if (sr_qp_reliable(qp) && (info->flags & (SR_OPF_SEND | SR_OPF_WRITE)) &&
-        (last || (p.bth.psn & 31) == 31))
+        (last || (w->write_only ? (idx + 1) % SR_MAX(qp->eng->cfg.window_pkts / 2, 1u) == 0
+                                : (p.bth.psn & 31) == 31)))
         p.bth.ack_req = true;
 
     struct sr_iov iov[SR_MAX_SGE];
@@ -232,6 +245,22 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
         qp->eng->stats.retransmits++;
     sr_engine_tx(qp->eng, qp, &p, iov, iov_cnt, dgid);
     return consumed;
+}
+
+/* Whether w, about to start, goes as one WRITE ONLY per packet: an RC
+ * (or XRC) RDMA WRITE of two or more packets to a peer reached by trains
+ * (ops.tx_trains). Only a WRITE without immediate: the responder of a
+ * WRITE with immediate reports the message's length in its receive
+ * completion, and would see only the last piece. UC keeps whole messages:
+ * a lost packet there drops its message, and pieces would land around
+ * the hole. Each piece's RETH covers that piece: the responder checks the
+ * R_Key per piece, and a range that goes bad partway writes the pieces
+ * before it (an errored WRITE leaves its target undefined). */
+static bool write_only_wqe(const struct sr_qp *qp, const struct sr_swqe *w)
+{
+    const struct sr_engine_ops *ops = &qp->eng->cfg.ops;
+    return w->wr.opcode == SR_WR_RDMA_WRITE && w->npkts > 1 && sr_qp_reliable(qp) &&
+           ops->tx_trains && ops->tx_trains(qp->eng->cfg.ops_ctx, qp->attr.dgid);
 }
 
 void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
@@ -269,6 +298,11 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
                     break;
                 send_queue_error(qp, w, st);
                 return;
+            }
+            /* decided once: a rewind keeps the WRITE's shape */
+            if (!w->shaped) {
+                w->write_only = write_only_wqe(qp, w);
+                w->shaped = true;
             }
         }
         uint32_t used = send_one(qp, w);

@@ -280,6 +280,12 @@ struct sr_engine_ops {
     void (*cq_event)(void *ctx, struct sr_cq *cq, bool solicited);
     /* an affiliated or unaffiliated async event; obj is the QP, CQ or SRQ */
     void (*async_event)(void *ctx, enum sr_event_type type, void *obj);
+    /* Optional: packets to dgid leave in trains of equal-length datagrams
+     * (UDP GSO). An RC RDMA WRITE of several packets is then sent as one
+     * WRITE ONLY per packet, each with its own RETH, all of one length,
+     * instead of FIRST (16 bytes longer, which ends a train) + MIDDLE +
+     * LAST. Asked once per WRITE, when it starts. */
+    bool (*tx_trains)(void *ctx, const uint8_t *dgid);
 };
 
 struct sr_engine_cfg {

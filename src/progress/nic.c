@@ -74,6 +74,7 @@ struct sr_nic {
     struct sr_udp *udp;
     struct sr_shm *shm;   /* NULL: UDP only */
     bool shm_backlog;     /* packets wait for room in a peer's ring */
+    bool write_only;      /* long RC WRITEs over UDP as WRITE ONLY packets */
     bool app_bulk;        /* the last inline pass received BULK_BYTES over UDP */
     uint64_t app_tx_mark; /* UDP bytes sent up to the last inline pass */
     uint32_t udp_idle;    /* empty UDP receives in a row */
@@ -187,6 +188,14 @@ static void nic_tx_fence(void *ctx)
     sr_udp_fence(nic->udp);
 }
 
+static bool nic_tx_trains(void *ctx, const uint8_t *dgid)
+{
+    struct sr_nic *nic = ctx;
+    if (!nic->write_only || !sr_udp_trains(nic->udp))
+        return false;
+    return !nic->shm || !sr_shm_reaches(nic->shm, dgid);
+}
+
 static void nic_cq_event(void *ctx, struct sr_cq *cq, bool solicited)
 {
     struct sr_nic *nic = ctx;
@@ -235,7 +244,11 @@ static int nic_pass(struct sr_nic *nic, bool ours)
         if (n < RX_BATCH && m < RX_BATCH)
             break;
     }
-    uint64_t now = total ? sr_nic_now() : nic->now;
+    /* the time of the last packets (nic_rx keeps it within RX_CLOCK_PKTS
+     * packets), not a fresh reading: a timer due since then fires at the
+     * next pass, and a ping-pong's reply waits for one clock reading
+     * (about 30 ns) less */
+    uint64_t now = nic->now;
     bool defer = ours && !nic->timers_deferred && nic_app_waits(nic);
     if (ours)
         nic->timers_deferred = defer;
@@ -248,14 +261,13 @@ static int nic_pass(struct sr_nic *nic, bool ours)
 int sr_nic_progress(struct sr_nic *nic)
 {
     sr_engine_hold_acks(nic->eng, true); /* an application thread: a reply may follow */
-    struct sr_udp_stats before, after;
-    sr_udp_stats(nic->udp, &before);
+    const struct sr_udp_stats *st = sr_udp_counters(nic->udp);
+    uint64_t rx0 = st->rx_bytes;
     int n = nic_pass(nic, false);
-    sr_udp_stats(nic->udp, &after);
     /* a receiver of bulk that sends little itself (a READ requester, a
      * SEND target); one that sends as much (a collective) naps not */
-    uint64_t rx = after.rx_bytes - before.rx_bytes, tx = after.tx_bytes - nic->app_tx_mark;
-    nic->app_tx_mark = after.tx_bytes;
+    uint64_t rx = st->rx_bytes - rx0, tx = st->tx_bytes - nic->app_tx_mark;
+    nic->app_tx_mark = st->tx_bytes;
     nic->app_bulk = rx >= BULK_BYTES && tx < rx / 8;
     if (nic->handoff_ns)
         atomic_store_explicit(&nic->last_pass_ns, nic->now, memory_order_relaxed);
@@ -373,9 +385,7 @@ void sr_nic_kick(struct sr_nic *nic)
 /* Bytes received so far, through either driver. */
 static uint64_t nic_rx_bytes(struct sr_nic *nic)
 {
-    struct sr_udp_stats u;
-    sr_udp_stats(nic->udp, &u);
-    uint64_t b = u.rx_bytes;
+    uint64_t b = sr_udp_counters(nic->udp)->rx_bytes;
     if (nic->shm) {
         struct sr_shm_stats m;
         sr_shm_stats(nic->shm, &m);
@@ -490,6 +500,7 @@ int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out)
     nic->spin_ns = cfg->spin_ns;
     nic->app_idle_ns = 1000000;
     nic->handoff_ns = nic->handoff_cur_ns = cfg->handoff_ns;
+    nic->write_only = !cfg->whole_writes;
     pthread_mutex_init(&nic->lock, NULL);
     int err = sr_udp_open(&cfg->udp, &nic->udp);
     if (err)
@@ -500,6 +511,7 @@ int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out)
     nic->user_ctx = cfg->engine.ops_ctx;
     ec.ops.tx = nic_tx;
     ec.ops.tx_fence = nic_tx_fence;
+    ec.ops.tx_trains = nic_tx_trains;
     ec.ops.cq_event = nic_cq_event;
     ec.ops.async_event = nic_async_event;
     ec.ops_ctx = nic;

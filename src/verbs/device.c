@@ -128,6 +128,8 @@ static void parse_config(struct sv_config *c)
     c->handoff_us = env_us("SOFTRDMA_HANDOFF_US", 1000, 1000000);
     const char *g = getenv("SOFTRDMA_GSO");
     c->no_gso = g && strcmp(g, "0") == 0;
+    const char *wo = getenv("SOFTRDMA_WRITE_ONLY");
+    c->whole_writes = wo && strcmp(wo, "0") == 0;
     /* Injected faults live in the UDP driver: with them, everything goes
      * through it. */
     const char *sh = getenv("SOFTRDMA_SHM");
@@ -193,6 +195,7 @@ int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_n
         cfg.udp.fault = dev->cfg.fault;
         cfg.udp.no_gso = dev->cfg.no_gso;
         cfg.no_shm = dev->cfg.no_shm;
+        cfg.whole_writes = dev->cfg.whole_writes;
         cfg.spin_ns = (uint64_t)dev->cfg.spin_us * 1000;
         cfg.engine.ack_delay_ns = (uint64_t)dev->cfg.ack_delay_us * 1000;
         cfg.handoff_ns = (uint64_t)dev->cfg.handoff_us * 1000;

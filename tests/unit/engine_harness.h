@@ -52,6 +52,14 @@ static uint64_t h_ack_delay_ns;
  * the sender's memory, read when the engine fences or when h_run ends a
  * delivery step (a driver's flush at the end of its pass). */
 static bool h_defer;
+/* When set before h_init: the engines' peers are reached by trains
+ * (sr_engine_ops.tx_trains), so long RC WRITEs go as WRITE ONLY packets. */
+static bool h_trains;
+static bool h_trains_yes(void *ctx, const uint8_t *dgid)
+{
+    (void)ctx, (void)dgid;
+    return true;
+}
 enum { H_DEFER_MAX = 256, H_DEFER_IOV = 4 };
 static struct h_deferred {
     struct harness *h;
@@ -183,11 +191,13 @@ static void h_init(struct harness *h, uint32_t window)
     for (int i = 0; i < H_NODES; i++) {
         h_ctx[i].h = h;
         h_ctx[i].id = i;
-        struct sr_engine_cfg cfg = {
-            .ops = {.tx = h_tx, .tx_fence = h_defer ? h_fence : NULL, .async_event = h_async},
-            .ops_ctx = &h_ctx[i],
-            .window_pkts = window,
-            .ack_delay_ns = h_ack_delay_ns};
+        struct sr_engine_cfg cfg = {.ops = {.tx = h_tx,
+                                            .tx_fence = h_defer ? h_fence : NULL,
+                                            .async_event = h_async,
+                                            .tx_trains = h_trains ? h_trains_yes : NULL},
+                                    .ops_ctx = &h_ctx[i],
+                                    .window_pkts = window,
+                                    .ack_delay_ns = h_ack_delay_ns};
         h_gid(cfg.gid, i);
         SR_CHECK_EQ(sr_engine_create(&cfg, &h->eng[i]), 0);
     }

@@ -1326,6 +1326,131 @@ static void test_ops_held_acks(void)
     h_ack_delay_ns = 0;
 }
 
+/* The same with the peers reached by trains: long RC WRITEs go as WRITE
+ * ONLY packets, through loss, duplication and reordering (a rewind into
+ * the middle of a WRITE resends its pieces as they were). */
+static void test_ops_trains(void)
+{
+    h_trains = true;
+    test_ops();
+    test_stream();
+    h_trains = false;
+}
+
+/* What node 0 sends, decoded. */
+enum { WLOG_MAX = 64 };
+static struct {
+    uint8_t op;
+    bool ack_req;
+    uint64_t va;
+    uint32_t dma_len, payload;
+} wlog[WLOG_MAX];
+static int nwlog, wdrop_at = -1;
+static int f_wlog(struct harness *h, const struct h_pkt *p, uint64_t seq)
+{
+    (void)h, (void)seq;
+    if (p->from != 0 || nwlog == WLOG_MAX)
+        return 0;
+    struct sr_pkt pk;
+    SR_CHECK(sr_wire_decode(p->data, p->len, 1024, &pk) >= 0); /* write_shape's MTU */
+    wlog[nwlog].op = pk.bth.opcode & 0x1f;
+    wlog[nwlog].ack_req = pk.bth.ack_req;
+    wlog[nwlog].va = pk.reth.va;
+    wlog[nwlog].dma_len = pk.reth.dma_len;
+    wlog[nwlog].payload = pk.payload_len;
+    return nwlog++ == wdrop_at; /* drop that one, the first time it goes */
+}
+
+/* With trains, a WRITE of several packets goes as one WRITE ONLY per
+ * packet, each RETH covering its own piece, an ACK asked for at the end
+ * only; a lost piece is sent again as the same piece. A WRITE with
+ * immediate (its receive completion reports the whole length), a UC WRITE
+ * and a WRITE without trains keep FIRST/MIDDLE/LAST. */
+static void write_shape(enum sr_qp_type type, enum sr_wr_opcode op, bool trains, int drop,
+                        bool expect_pieces)
+{
+    enum { MTU = 1024, LEN = 3 * MTU + 100, NPKT = 4 };
+    struct harness h;
+    struct h_pair pr;
+    h_trains = trains;
+    h_init(&h, 0);
+    h_trains = false;
+    h.filter = f_wlog;
+    nwlog = 0;
+    wdrop_at = drop;
+    struct h_qp_opts o = {.type = type, .mtu = MTU, .retry_cnt = 7, .rnr_retry = 7, .access = 15};
+    h_connect(&h, &pr, &o);
+    reg_mem(&pr, 15);
+    pattern(mem[0], LEN, 5);
+    uint64_t va = (uintptr_t)mem[1] + 8192;
+    if (op == SR_WR_RDMA_WRITE_WITH_IMM) {
+        struct sr_recv_wr rwr = {.wr_id = 9};
+        SR_CHECK_EQ(sr_qp_post_recv(pr.qp[1], &rwr), 0);
+    }
+    struct sr_sge sg = {(uintptr_t)mem[0], LEN, sr_mr_lkey(mr[0])};
+    struct sr_send_wr wr = {.wr_id = 1,
+                            .sg_list = &sg,
+                            .num_sge = 1,
+                            .opcode = op,
+                            .send_flags = SR_SEND_SIGNALED,
+                            .imm = 77,
+                            .remote_addr = va,
+                            .rkey = sr_mr_rkey(mr[1])};
+    SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &wr, h.now), 0);
+    struct sr_wc wc[2];
+    SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 1, wc, 1000000000ull), 1);
+    SR_CHECK_EQ(wc[0].status, SR_WC_SUCCESS);
+    h_run(&h, NULL, NULL, 1000000); /* UC completes when sent */
+    SR_CHECK_MEM(mem[1] + 8192, mem[0], LEN);
+    if (op == SR_WR_RDMA_WRITE_WITH_IMM) {
+        SR_CHECK_EQ(wait_wc(&h, pr.rcq[1], 1, wc, 1000000), 1);
+        SR_CHECK_EQ(wc[0].byte_len, LEN);
+        SR_CHECK_EQ(wc[0].imm, 77);
+    }
+    /* the first NPKT packets, then (after a drop) the rewind's */
+    SR_CHECK(nwlog >= NPKT + (drop >= 0 ? NPKT - drop : 0));
+    for (int i = 0; i < nwlog; i++) {
+        int k = i < NPKT ? i : drop + (i - NPKT); /* the piece this packet carries */
+        if (k >= NPKT)
+            break;
+        uint32_t piece = k == NPKT - 1 ? LEN - (NPKT - 1) * MTU : MTU;
+        SR_CHECK_EQ(wlog[i].payload, piece);
+        if (expect_pieces) {
+            SR_CHECK_EQ(wlog[i].op, SR_OP_WRITE_ONLY);
+            SR_CHECK_EQ(wlog[i].va, va + (uint64_t)k * MTU);
+            SR_CHECK_EQ(wlog[i].dma_len, piece);
+            SR_CHECK_EQ(wlog[i].ack_req, k == NPKT - 1);
+        } else {
+            uint8_t last =
+                op == SR_WR_RDMA_WRITE_WITH_IMM ? SR_OP_WRITE_LAST_IMM : SR_OP_WRITE_LAST;
+            SR_CHECK_EQ(wlog[i].op, k == 0          ? SR_OP_WRITE_FIRST
+                                    : k == NPKT - 1 ? last
+                                                    : SR_OP_WRITE_MIDDLE);
+            if (k == 0) {
+                SR_CHECK_EQ(wlog[i].va, va);
+                SR_CHECK_EQ(wlog[i].dma_len, LEN);
+            }
+        }
+    }
+    sr_mr_dereg(mr[0]);
+    sr_mr_dereg(mr[1]);
+    h_fini(&h);
+}
+
+static void test_write_only(void)
+{
+    sr_test_ctx = "RC WRITE, trains: WRITE ONLY pieces";
+    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, -1, true);
+    sr_test_ctx = "... the second piece lost: the same pieces again";
+    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, 1, true);
+    sr_test_ctx = "RC WRITE without trains: FIRST/MIDDLE/LAST";
+    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, false, -1, false);
+    sr_test_ctx = "RC WRITE with immediate, trains: FIRST/MIDDLE/LAST";
+    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE_WITH_IMM, true, -1, false);
+    sr_test_ctx = "UC WRITE, trains: FIRST/MIDDLE/LAST";
+    write_shape(SR_QPT_UC, SR_WR_RDMA_WRITE, true, -1, false);
+}
+
 static void test_qp_state(void)
 {
     sr_test_ctx = "qp state machine";
@@ -1454,6 +1579,8 @@ int main(void)
     SR_RUN(test_ack_hold_from_end);
     SR_RUN(test_ack_crossing);
     SR_RUN(test_ops_held_acks);
+    SR_RUN(test_ops_trains);
+    SR_RUN(test_write_only);
     SR_RUN(test_read_fence);
     SR_RUN(test_cq_overflow_and_limits);
     free(mem[0]);

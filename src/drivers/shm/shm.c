@@ -601,6 +601,12 @@ static uint8_t *backlog_claim(struct shm_peer *p, uint32_t len)
     return r;
 }
 
+bool sr_shm_reaches(struct sr_shm *s, const uint8_t *gid)
+{
+    const struct shm_peer *p = s && gid ? peer_find(s, gid) : NULL;
+    return p && p->kind == PEER_SHM;
+}
+
 int sr_shm_send(struct sr_shm *s, const struct sr_tx_pkt *t)
 {
     if (!t || !t->hdr || !t->dgid || t->hdr_len < SR_BTH_LEN || t->pad_len > 3 ||

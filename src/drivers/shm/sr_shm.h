@@ -94,6 +94,10 @@ int sr_shm_fd(const struct sr_shm *s);
  * SR_ERR_INVAL: malformed packet. */
 int sr_shm_send(struct sr_shm *s, const struct sr_tx_pkt *t);
 
+/* Whether packets to gid would go into its mailbox here (a process on
+ * this host that shares memory with us), as far as is known now. */
+bool sr_shm_reaches(struct sr_shm *s, const uint8_t *gid);
+
 /* Called once per packet, with the sender's address: both valid only
  * during the call (pkt points into the ring). */
 /* Publishes what sr_shm_send wrote (ringing sleeping receivers) and moves

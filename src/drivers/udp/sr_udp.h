@@ -137,5 +137,9 @@ struct sr_udp_stats {
  * datagram to deliver (delay or reordering faults); UINT64_MAX if none. */
 uint64_t sr_udp_next_deadline(const struct sr_udp *u);
 void sr_udp_stats(const struct sr_udp *u, struct sr_udp_stats *out);
+/* Whether queued packets leave in GSO trains (UDP_SEGMENT works here). */
+bool sr_udp_trains(const struct sr_udp *u);
+/* The live counters, for a caller that reads one or two of them often. */
+const struct sr_udp_stats *sr_udp_counters(const struct sr_udp *u);
 
 #endif

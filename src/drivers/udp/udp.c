@@ -525,6 +525,16 @@ void sr_udp_stats(const struct sr_udp *u, struct sr_udp_stats *out)
     *out = u->stats;
 }
 
+bool sr_udp_trains(const struct sr_udp *u)
+{
+    return u->gso;
+}
+
+const struct sr_udp_stats *sr_udp_counters(const struct sr_udp *u)
+{
+    return &u->stats;
+}
+
 /* The batch calls without libc's wrappers: they are cancellation points,
  * and entering and leaving asynchronous-cancel mode around each
  * non-blocking call cost a few percent of a polling loop. Nothing here
