@@ -222,14 +222,13 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
         p.bth.se = true;
     /* Ask for an ACK at the end of each message and every 32 packets, so
      * ACKs are coalesced but the window keeps moving (IBA 9.7.5.1.1). The
-     * pieces of a WRITE sent as WRITE ONLY packets ask at the WRITE's end
-     * and every half window: a responder takes each for the end of a
-     * message, and an ACK held at a message's end may wait for a reply
-     * (a ping-pong's); asked for earlier, it would be held from there and
-     * could leave alone, ahead of the reply. */
+     * pieces of a WRITE sent as WRITE ONLY packets (32 at most) ask only at
+     * the WRITE's end: a responder takes each piece for the end of a
+     * message, and an ACK held at a message's end may wait for a reply (a
+     * ping-pong's); asked for at an earlier piece, it would be held from
+     * there and could leave alone, ahead of the reply. */
     if (sr_qp_reliable(qp) && (info->flags & (SR_OPF_SEND | SR_OPF_WRITE)) &&
-        (last || (w->write_only ? (idx + 1) % SR_MAX(qp->eng->cfg.window_pkts / 2, 1u) == 0
-                                : (p.bth.psn & 31) == 31)))
+        (last || (!w->write_only && (p.bth.psn & 31) == 31)))
         p.bth.ack_req = true;
 
     struct sr_iov iov[SR_MAX_SGE];
@@ -248,19 +247,24 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
 }
 
 /* Whether w, about to start, goes as one WRITE ONLY per packet: an RC
- * (or XRC) RDMA WRITE of two or more packets to a peer reached by trains
- * (ops.tx_trains). Only a WRITE without immediate: the responder of a
- * WRITE with immediate reports the message's length in its receive
+ * (or XRC) RDMA WRITE of 2..WRITE_ONLY_MAX packets to a peer reached by
+ * trains (ops.tx_trains). Only a WRITE without immediate: the responder of
+ * a WRITE with immediate reports the message's length in its receive
  * completion, and would see only the last piece. UC keeps whole messages:
- * a lost packet there drops its message, and pieces would land around
- * the hole. Each piece's RETH covers that piece: the responder checks the
- * R_Key per piece, and a range that goes bad partway writes the pieces
- * before it (an errored WRITE leaves its target undefined). */
+ * a lost packet there drops its message, and pieces would land around the
+ * hole. Longer WRITEs keep FIRST/MIDDLE/LAST: their lone FIRST is one send
+ * in 3% or fewer, and their ACK requests every 32 packets stay inside the
+ * message (each piece would be a message end, see send_one). Each piece's
+ * RETH covers that piece: the responder checks the R_Key per piece, and a
+ * range that goes bad partway writes the pieces before it (an errored
+ * WRITE leaves its target undefined). */
+enum { WRITE_ONLY_MAX = 32 };
 static bool write_only_wqe(const struct sr_qp *qp, const struct sr_swqe *w)
 {
     const struct sr_engine_ops *ops = &qp->eng->cfg.ops;
-    return w->wr.opcode == SR_WR_RDMA_WRITE && w->npkts > 1 && sr_qp_reliable(qp) &&
-           ops->tx_trains && ops->tx_trains(qp->eng->cfg.ops_ctx, qp->attr.dgid);
+    return w->wr.opcode == SR_WR_RDMA_WRITE && w->npkts > 1 && w->npkts <= WRITE_ONLY_MAX &&
+           sr_qp_reliable(qp) && ops->tx_trains &&
+           ops->tx_trains(qp->eng->cfg.ops_ctx, qp->attr.dgid);
 }
 
 void sr_req_run(struct sr_qp *qp, uint64_t now_ns)

@@ -281,7 +281,7 @@ struct sr_engine_ops {
     /* an affiliated or unaffiliated async event; obj is the QP, CQ or SRQ */
     void (*async_event)(void *ctx, enum sr_event_type type, void *obj);
     /* Optional: packets to dgid leave in trains of equal-length datagrams
-     * (UDP GSO). An RC RDMA WRITE of several packets is then sent as one
+     * (UDP GSO). An RC RDMA WRITE of 2..32 packets is then sent as one
      * WRITE ONLY per packet, each with its own RETH, all of one length,
      * instead of FIRST (16 bytes longer, which ends a train) + MIDDLE +
      * LAST. Asked once per WRITE, when it starts. */

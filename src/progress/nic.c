@@ -459,7 +459,11 @@ static void *nic_thread(void *arg)
             win_busy = win_idle = 0;
         }
         bool spin = now - last_busy < nic->spin_ns && now - app_seen > nic->app_idle_ns;
-        bool nap = spin && (slack || udp_bytes >= BULK_BYTES) && bytes >= BULK_BYTES;
+        bool slack_nap = spin && slack && bytes >= BULK_BYTES;
+        /* not counted as idle time: it would make slack of the UDP naps
+         * themselves, and shared-memory passes would nap too */
+        bool udp_nap = !slack_nap && spin && udp_bytes >= BULK_BYTES;
+        bool nap = slack_nap || udp_nap;
         if (nic->shm_backlog) { /* never block with packets unsent */
             spin = true;
             nap |= !n; /* a receiver behind: give it the CPU, come back */
@@ -472,7 +476,8 @@ static void *nic_thread(void *arg)
         if (nap) {
             struct timespec ts = ts_of_ns(BULK_NAP_NS);
             nanosleep(&ts, NULL);
-            win_idle += sr_nic_now() - now;
+            if (!udp_nap)
+                win_idle += sr_nic_now() - now;
         }
         if (spin)
             continue;

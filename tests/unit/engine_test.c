@@ -111,6 +111,9 @@ static const struct {
     {"resp-drop-dup", f_drop_resp},
 };
 
+/* When set, test_ops runs its RDMA WRITEs only. */
+static bool ops_writes_only;
+
 static void test_ops(void)
 {
     static const enum sr_wr_opcode ops[] = {SR_WR_SEND,
@@ -128,6 +131,8 @@ static void test_ops(void)
         for (size_t oi = 0; oi < SR_ARRAY_SIZE(ops); oi++)
             for (size_t si = 0; si < SR_ARRAY_SIZE(sizes); si++) {
                 enum sr_wr_opcode op = ops[oi];
+                if (ops_writes_only && op != SR_WR_RDMA_WRITE)
+                    continue;
                 bool atomic = op == SR_WR_ATOMIC_CMP_AND_SWP || op == SR_WR_ATOMIC_FETCH_AND_ADD;
                 if (atomic && si > 0)
                     continue;
@@ -1326,19 +1331,22 @@ static void test_ops_held_acks(void)
     h_ack_delay_ns = 0;
 }
 
-/* The same with the peers reached by trains: long RC WRITEs go as WRITE
- * ONLY packets, through loss, duplication and reordering (a rewind into
- * the middle of a WRITE resends its pieces as they were). */
+/* The WRITEs again with the peers reached by trains: those of 2..32
+ * packets go as WRITE ONLY packets, through loss, duplication and
+ * reordering (a rewind into the middle of a WRITE resends its pieces as
+ * they were), alone and in a mixed stream. */
 static void test_ops_trains(void)
 {
     h_trains = true;
+    ops_writes_only = true;
     test_ops();
+    ops_writes_only = false;
     test_stream();
     h_trains = false;
 }
 
 /* What node 0 sends, decoded. */
-enum { WLOG_MAX = 64 };
+enum { WLOG_MAX = 128 };
 static struct {
     uint8_t op;
     bool ack_req;
@@ -1361,15 +1369,16 @@ static int f_wlog(struct harness *h, const struct h_pkt *p, uint64_t seq)
     return nwlog++ == wdrop_at; /* drop that one, the first time it goes */
 }
 
-/* With trains, a WRITE of several packets goes as one WRITE ONLY per
+/* With trains, a WRITE of 2..32 packets goes as one WRITE ONLY per
  * packet, each RETH covering its own piece, an ACK asked for at the end
- * only; a lost piece is sent again as the same piece. A WRITE with
- * immediate (its receive completion reports the whole length), a UC WRITE
- * and a WRITE without trains keep FIRST/MIDDLE/LAST. */
+ * only; a lost piece is sent again as the same piece. A longer WRITE, a
+ * WRITE with immediate (its receive completion reports the whole length),
+ * a UC WRITE and a WRITE without trains keep FIRST/MIDDLE/LAST. */
 static void write_shape(enum sr_qp_type type, enum sr_wr_opcode op, bool trains, int drop,
-                        bool expect_pieces)
+                        bool expect_pieces, int npkt)
 {
-    enum { MTU = 1024, LEN = 3 * MTU + 100, NPKT = 4 };
+    enum { MTU = 1024 };
+    const uint32_t LEN = (uint32_t)(npkt - 1) * MTU + 100;
     struct harness h;
     struct h_pair pr;
     h_trains = trains;
@@ -1407,24 +1416,28 @@ static void write_shape(enum sr_qp_type type, enum sr_wr_opcode op, bool trains,
         SR_CHECK_EQ(wc[0].byte_len, LEN);
         SR_CHECK_EQ(wc[0].imm, 77);
     }
-    /* the first NPKT packets, then (after a drop) the rewind's */
-    SR_CHECK(nwlog >= NPKT + (drop >= 0 ? NPKT - drop : 0));
+    /* the first npkt packets, then (after a drop) the rewind's; nothing
+     * sent twice without one */
+    if (drop < 0)
+        SR_CHECK_EQ(nwlog, npkt);
+    else
+        SR_CHECK(nwlog >= npkt + npkt - drop);
     for (int i = 0; i < nwlog; i++) {
-        int k = i < NPKT ? i : drop + (i - NPKT); /* the piece this packet carries */
-        if (k >= NPKT)
+        int k = i < npkt ? i : drop + (i - npkt); /* the piece this packet carries */
+        if (k < 0 || k >= npkt)
             break;
-        uint32_t piece = k == NPKT - 1 ? LEN - (NPKT - 1) * MTU : MTU;
+        uint32_t piece = k == npkt - 1 ? LEN - (npkt - 1) * MTU : MTU;
         SR_CHECK_EQ(wlog[i].payload, piece);
         if (expect_pieces) {
             SR_CHECK_EQ(wlog[i].op, SR_OP_WRITE_ONLY);
             SR_CHECK_EQ(wlog[i].va, va + (uint64_t)k * MTU);
             SR_CHECK_EQ(wlog[i].dma_len, piece);
-            SR_CHECK_EQ(wlog[i].ack_req, k == NPKT - 1);
+            SR_CHECK_EQ(wlog[i].ack_req, k == npkt - 1);
         } else {
             uint8_t last =
                 op == SR_WR_RDMA_WRITE_WITH_IMM ? SR_OP_WRITE_LAST_IMM : SR_OP_WRITE_LAST;
             SR_CHECK_EQ(wlog[i].op, k == 0          ? SR_OP_WRITE_FIRST
-                                    : k == NPKT - 1 ? last
+                                    : k == npkt - 1 ? last
                                                     : SR_OP_WRITE_MIDDLE);
             if (k == 0) {
                 SR_CHECK_EQ(wlog[i].va, va);
@@ -1440,15 +1453,19 @@ static void write_shape(enum sr_qp_type type, enum sr_wr_opcode op, bool trains,
 static void test_write_only(void)
 {
     sr_test_ctx = "RC WRITE, trains: WRITE ONLY pieces";
-    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, -1, true);
+    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, -1, true, 4);
     sr_test_ctx = "... the second piece lost: the same pieces again";
-    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, 1, true);
+    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, 1, true, 4);
+    sr_test_ctx = "... 32 pieces, one ACK request";
+    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, -1, true, 32);
+    sr_test_ctx = "RC WRITE of 33 packets, trains: FIRST/MIDDLE/LAST";
+    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, -1, false, 33);
     sr_test_ctx = "RC WRITE without trains: FIRST/MIDDLE/LAST";
-    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, false, -1, false);
+    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, false, -1, false, 4);
     sr_test_ctx = "RC WRITE with immediate, trains: FIRST/MIDDLE/LAST";
-    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE_WITH_IMM, true, -1, false);
+    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE_WITH_IMM, true, -1, false, 4);
     sr_test_ctx = "UC WRITE, trains: FIRST/MIDDLE/LAST";
-    write_shape(SR_QPT_UC, SR_WR_RDMA_WRITE, true, -1, false);
+    write_shape(SR_QPT_UC, SR_WR_RDMA_WRITE, true, -1, false, 4);
 }
 
 static void test_qp_state(void)

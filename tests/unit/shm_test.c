@@ -104,6 +104,14 @@ static void test_roundtrip(void)
 {
     struct sr_shm *a = dev_open(1, 4791), *b = dev_open(2, 4791), *d = dev_open(4, 5000);
     struct pkt p;
+    /* what sr_shm_reaches says is where sr_shm_send puts it */
+    uint8_t g[16];
+    gid_of(g, 2);
+    SR_CHECK(sr_shm_reaches(a, g));
+    gid_of(g, 3);
+    SR_CHECK(!sr_shm_reaches(a, g));
+    gid_of(g, 4);
+    SR_CHECK(!sr_shm_reaches(a, g));
     /* no mailbox: another driver's */
     SR_CHECK_EQ(xsend(a, pkt_make(&p, 3, 0, 10, 0)), SR_SHM_REMOTE);
     /* a mailbox on another port: senders look for 4791 only, like UDP */
