@@ -94,8 +94,9 @@ struct sr_swqe {
     uint8_t state;
     uint8_t status; /* enum sr_wc_status once DONE */
     bool signaled;
-    bool shaped;     /* write_only is decided (at its first transmission) */
-    bool write_only; /* an RDMA WRITE sent as WRITE ONLY packets (ops.tx_trains) */
+    bool shaped;     /* trains and write_only are decided (first transmission) */
+    bool trains;     /* its packets leave in trains (ops.tx_trains) */
+    bool write_only; /* an RDMA WRITE sent as WRITE ONLY packets */
 };
 
 /* Responder replay state for READ and atomic requests (IBA 9.7.5.1.4 /

@@ -281,10 +281,11 @@ struct sr_engine_ops {
     /* an affiliated or unaffiliated async event; obj is the QP, CQ or SRQ */
     void (*async_event)(void *ctx, enum sr_event_type type, void *obj);
     /* Optional: packets to dgid leave in trains of equal-length datagrams
-     * (UDP GSO). An RC RDMA WRITE of 2..32 packets is then sent as one
-     * WRITE ONLY per packet, each with its own RETH, all of one length,
+     * (UDP GSO). An RC RDMA WRITE of two or more packets is then sent as
+     * one WRITE ONLY per packet, each with its own RETH, all of one length,
      * instead of FIRST (16 bytes longer, which ends a train) + MIDDLE +
-     * LAST. Asked once per WRITE, when it starts. */
+     * LAST, and a WQE asks for ACKs every 256 packets instead of 32. Asked
+     * once per RC WQE of two or more packets, when it starts. */
     bool (*tx_trains)(void *ctx, const uint8_t *dgid);
 };
 
@@ -301,6 +302,9 @@ struct sr_engine_cfg {
      * replace it (IBA 9.7.5.1.1: ACKs may be coalesced). A QP whose held
      * ACKs leave with replies holds them longer (sr_engine_hold_acks). */
     uint64_t ack_delay_ns;
+    /* RDMA WRITEs keep FIRST/MIDDLE/LAST even to peers reached by trains
+     * (sr_engine_ops.tx_trains) */
+    bool whole_writes;
     struct sr_engine_ops ops;
     void *ops_ctx;
 };

@@ -80,7 +80,6 @@ struct sr_nic {
     struct sr_udp *udp;
     struct sr_shm *shm;   /* NULL: UDP only */
     bool shm_backlog;     /* packets wait for room in a peer's ring */
-    bool write_only;      /* long RC WRITEs over UDP as WRITE ONLY packets */
     bool app_bulk;        /* the last inline pass received BULK_BYTES over UDP */
     uint64_t app_tx_mark; /* UDP bytes sent up to the last inline pass */
     uint32_t udp_idle;    /* empty UDP receives in a row */
@@ -197,7 +196,7 @@ static void nic_tx_fence(void *ctx)
 static bool nic_tx_trains(void *ctx, const uint8_t *dgid)
 {
     struct sr_nic *nic = ctx;
-    if (!nic->write_only || !sr_udp_trains(nic->udp))
+    if (!sr_udp_trains(nic->udp))
         return false;
     return !nic->shm || !sr_shm_reaches(nic->shm, dgid);
 }
@@ -512,12 +511,12 @@ int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out)
     nic->spin_ns = cfg->spin_ns;
     nic->app_idle_ns = 1000000;
     nic->handoff_ns = nic->handoff_cur_ns = cfg->handoff_ns;
-    nic->write_only = !cfg->whole_writes;
     pthread_mutex_init(&nic->lock, NULL);
     int err = sr_udp_open(&cfg->udp, &nic->udp);
     if (err)
         goto err_free;
     struct sr_engine_cfg ec = cfg->engine;
+    ec.whole_writes = cfg->whole_writes;
     memcpy(ec.gid, sr_udp_addr(nic->udp), 16);
     nic->user_ops = cfg->engine.ops;
     nic->user_ctx = cfg->engine.ops_ctx;

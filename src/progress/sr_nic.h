@@ -33,7 +33,7 @@ struct sr_nic_cfg {
     bool no_shm;
     /* RC RDMA WRITEs of several packets go over UDP as IBTA's FIRST, MIDDLE
      * and LAST packets; without this, as one WRITE ONLY per packet, which
-     * GSO sends in one train (sr_engine_ops.tx_trains). */
+     * GSO sends in one train (sr_engine_cfg.whole_writes). */
     bool whole_writes;
     const char *shm_dir; /* mailboxes' directory; NULL: /dev/shm */
 };

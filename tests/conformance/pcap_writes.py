@@ -6,9 +6,9 @@ usage: pcap_writes.py PCAP MIN_PACKETS MTU SIZE only|whole
 
 only:  every WRITE packet is a WRITE ONLY (SOFTRDMA_WRITE_ONLY, the default
        over UDP) carrying MTU bytes, its RETH's DMA length equal to them and
-       its address the previous piece's plus MTU, back to the buffer's start
-       after each SIZE bytes; the ACK is asked for on a message's last piece
-       and nowhere else.
+       its address a piece of the target buffer in step with its PSN; the
+       ACK is asked for on a message's last piece and every 256th, nowhere
+       else.
 whole: every WRITE packet is a FIRST, MIDDLE or LAST of MTU bytes (SIZE a
        multiple of MTU), the FIRST's RETH covering SIZE bytes, the ACK asked
        for on each LAST (and on others, every 32 packets).
@@ -96,7 +96,7 @@ def main():
                 phase = start
             if start != phase:
                 bad.append(f"PSN {psn}: piece {idx} out of step with its message's PSNs")
-            if ack_req != (idx == pieces - 1):
+            if ack_req != (idx == pieces - 1 or (idx + 1) % 256 == 0):
                 bad.append(f"PSN {psn}: piece {idx} of {pieces} with AckReq {ack_req}")
             msgs += idx == pieces - 1
         else:

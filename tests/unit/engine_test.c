@@ -1331,10 +1331,11 @@ static void test_ops_held_acks(void)
     h_ack_delay_ns = 0;
 }
 
-/* The WRITEs again with the peers reached by trains: those of 2..32
+/* The WRITEs again with the peers reached by trains: those of two or more
  * packets go as WRITE ONLY packets, through loss, duplication and
  * reordering (a rewind into the middle of a WRITE resends its pieces as
- * they were), alone and in a mixed stream. */
+ * they were), alone and in a mixed stream (SENDs and READs too, asking
+ * for ACKs every 256 packets). */
 static void test_ops_trains(void)
 {
     h_trains = true;
@@ -1346,7 +1347,7 @@ static void test_ops_trains(void)
 }
 
 /* What node 0 sends, decoded. */
-enum { WLOG_MAX = 128 };
+enum { WLOG_MAX = 640 };
 static struct {
     uint8_t op;
     bool ack_req;
@@ -1369,13 +1370,14 @@ static int f_wlog(struct harness *h, const struct h_pkt *p, uint64_t seq)
     return nwlog++ == wdrop_at; /* drop that one, the first time it goes */
 }
 
-/* With trains, a WRITE of 2..32 packets goes as one WRITE ONLY per
- * packet, each RETH covering its own piece, an ACK asked for at the end
- * only; a lost piece is sent again as the same piece. A longer WRITE, a
- * WRITE with immediate (its receive completion reports the whole length),
- * a UC WRITE and a WRITE without trains keep FIRST/MIDDLE/LAST. */
+/* With trains, an RC WRITE of several packets goes as one WRITE ONLY per
+ * packet, each RETH covering its own piece; a lost piece is sent again as
+ * the same piece. A WRITE with immediate (its receive completion reports
+ * the whole length), a UC WRITE and a WRITE without trains keep
+ * FIRST/MIDDLE/LAST. An RC WQE asks for ACKs on its last packet and every
+ * ack_every packets (256 with trains, 32 without); UC never. */
 static void write_shape(enum sr_qp_type type, enum sr_wr_opcode op, bool trains, int drop,
-                        bool expect_pieces, int npkt)
+                        bool expect_pieces, int npkt, int ack_every)
 {
     enum { MTU = 1024 };
     const uint32_t LEN = (uint32_t)(npkt - 1) * MTU + 100;
@@ -1428,11 +1430,11 @@ static void write_shape(enum sr_qp_type type, enum sr_wr_opcode op, bool trains,
             break;
         uint32_t piece = k == npkt - 1 ? LEN - (npkt - 1) * MTU : MTU;
         SR_CHECK_EQ(wlog[i].payload, piece);
+        SR_CHECK_EQ(wlog[i].ack_req, ack_every && (k == npkt - 1 || (k + 1) % ack_every == 0));
         if (expect_pieces) {
             SR_CHECK_EQ(wlog[i].op, SR_OP_WRITE_ONLY);
             SR_CHECK_EQ(wlog[i].va, va + (uint64_t)k * MTU);
             SR_CHECK_EQ(wlog[i].dma_len, piece);
-            SR_CHECK_EQ(wlog[i].ack_req, k == npkt - 1);
         } else {
             uint8_t last =
                 op == SR_WR_RDMA_WRITE_WITH_IMM ? SR_OP_WRITE_LAST_IMM : SR_OP_WRITE_LAST;
@@ -1453,19 +1455,17 @@ static void write_shape(enum sr_qp_type type, enum sr_wr_opcode op, bool trains,
 static void test_write_only(void)
 {
     sr_test_ctx = "RC WRITE, trains: WRITE ONLY pieces";
-    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, -1, true, 4);
+    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, -1, true, 4, 256);
     sr_test_ctx = "... the second piece lost: the same pieces again";
-    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, 1, true, 4);
-    sr_test_ctx = "... 32 pieces, one ACK request";
-    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, -1, true, 32);
-    sr_test_ctx = "RC WRITE of 33 packets, trains: FIRST/MIDDLE/LAST";
-    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, -1, false, 33);
-    sr_test_ctx = "RC WRITE without trains: FIRST/MIDDLE/LAST";
-    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, false, -1, false, 4);
-    sr_test_ctx = "RC WRITE with immediate, trains: FIRST/MIDDLE/LAST";
-    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE_WITH_IMM, true, -1, false, 4);
-    sr_test_ctx = "UC WRITE, trains: FIRST/MIDDLE/LAST";
-    write_shape(SR_QPT_UC, SR_WR_RDMA_WRITE, true, -1, false, 4);
+    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, 1, true, 4, 256);
+    sr_test_ctx = "... 300 pieces: ACK requests at the 256th and the last";
+    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, -1, true, 300, 256);
+    sr_test_ctx = "RC WRITE of 40 packets without trains: FIRST/MIDDLE/LAST, ACKs every 32";
+    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, false, -1, false, 40, 32);
+    sr_test_ctx = "RC WRITE with immediate, trains: FIRST/MIDDLE/LAST, ACKs every 256";
+    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE_WITH_IMM, true, -1, false, 40, 256);
+    sr_test_ctx = "UC WRITE, trains: FIRST/MIDDLE/LAST, no ACK requests";
+    write_shape(SR_QPT_UC, SR_WR_RDMA_WRITE, true, -1, false, 4, 0);
 }
 
 static void test_qp_state(void)
