@@ -94,9 +94,9 @@ struct sr_swqe {
     uint8_t state;
     uint8_t status; /* enum sr_wc_status once DONE */
     bool signaled;
-    bool shaped;     /* trains and write_only are decided (first transmission) */
-    bool trains;     /* its packets leave in trains (ops.tx_trains) */
-    bool write_only; /* an RDMA WRITE sent as WRITE ONLY packets */
+    bool shaped;        /* started: ack_every and write_only are decided (req.c) */
+    bool write_only;    /* an RDMA WRITE sent as WRITE ONLY packets */
+    uint16_t ack_every; /* ACK requested every that many packets, and on the last */
 };
 
 /* Responder replay state for READ and atomic requests (IBA 9.7.5.1.4 /

@@ -709,7 +709,7 @@ int sr_qp_post_send(struct sr_qp *qp, const struct sr_send_wr *wr, uint64_t now_
     w->wr.sg_list = sge;
     w->status = SR_WC_SUCCESS;
     w->state = SWQE_POSTED;
-    w->shaped = w->trains = w->write_only = false;
+    w->shaped = w->write_only = false;
     w->signaled = qp->sq_sig_all || (wr->send_flags & SR_SEND_SIGNALED);
     w->total_len = total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
     if (is_inline) {

@@ -128,7 +128,6 @@ static uint8_t seg_opcode(uint8_t first, uint8_t middle, uint8_t last, uint8_t o
 /* Build and send the packet of w at qp->req.cur_psn. Returns the number of
  * PSNs it consumed (a READ request consumes its responses' PSNs), or 0 when
  * the WQE failed. */
-enum { ACK_EVERY = 32, ACK_EVERY_TRAINS = 256 };
 static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
 {
     const struct sr_send_wr *wr = &w->wr;
@@ -221,19 +220,11 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
     const struct sr_opcode_info *info = sr_opcode_info(p.bth.opcode);
     if (last && (info->flags & SR_OPF_SOLICIT) && (wr->send_flags & SR_SEND_SOLICITED))
         p.bth.se = true;
-    /* Ask for an ACK at the end of each message and every ACK_EVERY
-     * packets of a WQE, so ACKs are coalesced but the window keeps moving
-     * (IBA 9.7.5.1.1); every ACK_EVERY_TRAINS to a peer reached by trains.
-     * Fewer ACKs in the middle of a message made a ping-pong of 1 MiB
-     * messages over UDP 20% faster (ib_write_lat and ib_send_lat typical;
-     * ib_write_lat's 99th percentile 0.4 ms instead of 2.3), bandwidth the
-     * same or better; through shared memory ib_send_bw 1 MiB lost 3..9%
-     * with them. A WRITE sent as WRITE ONLY pieces of more than
-     * ACK_EVERY_TRAINS packets asks at pieces that a responder takes for
-     * message ends: an ACK held there for a ping-pong's reply may leave
-     * without it when the rest of the WRITE takes longer than the hold. */
+    /* Ask for an ACK at the end of each message and every w->ack_every
+     * packets of a WQE (shape_wqe), so ACKs are coalesced but the window
+     * keeps moving (IBA 9.7.5.1.1). */
     if (sr_qp_reliable(qp) && (info->flags & (SR_OPF_SEND | SR_OPF_WRITE)) &&
-        (last || (idx + 1) % (w->trains ? ACK_EVERY_TRAINS : ACK_EVERY) == 0))
+        (last || (idx + 1) % w->ack_every == 0))
         p.bth.ack_req = true;
 
     struct sr_iov iov[SR_MAX_SGE];
@@ -251,23 +242,43 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
     return consumed;
 }
 
-/* Decided once per WQE, when it starts: whether its packets leave in
- * trains (ops.tx_trains: UDP with GSO, not a shared-memory peer), and if
- * so whether it goes as one WRITE ONLY per packet: an RC (or XRC) RDMA
- * WRITE of two or more packets, whose FIRST would be 16 bytes longer than
- * its MIDDLEs and end a train. Only a WRITE without immediate: the
+/* Decided once per WQE, when it starts (a rewind keeps it).
+ *
+ * How often it asks for an ACK: every ACK_EVERY packets, and every
+ * ACK_EVERY_TRAINS to a peer reached by trains (ops.tx_trains: UDP with
+ * GSO, not a shared-memory peer) when the QP's timeout is long enough to
+ * cover that many packets and a held ACK (LONG_TIMEOUT_NS); at most every
+ * half window. Fewer ACKs inside a message made a ping-pong of 1 MiB
+ * messages over UDP 20% faster (ib_write_lat and ib_send_lat typical;
+ * ib_write_lat's 99th percentile 0.4 ms instead of 2.3), bandwidth the
+ * same; through shared memory ib_send_bw 1 MiB lost 3..9% with them.
+ *
+ * Whether it goes as one WRITE ONLY per packet: an RC (or XRC) RDMA WRITE
+ * of 2..ack_every packets to a peer reached by trains, whose FIRST would be
+ * 16 bytes longer than its MIDDLEs and end a train. No more packets than
+ * that: a responder takes every piece for a message's end, and an ACK
+ * asked for at an earlier piece would be held from there and could leave
+ * ahead of a ping-pong's reply; longer WRITEs keep FIRST/MIDDLE/LAST,
+ * their ACK requests on MIDDLEs. Only a WRITE without immediate: the
  * responder of a WRITE with immediate reports the message's length in its
  * receive completion, and would see only the last piece. UC keeps whole
  * messages: a lost packet there drops its message, and pieces would land
  * around the hole. Each piece's RETH covers that piece: the responder
  * checks the R_Key per piece, and a range that goes bad partway writes the
  * pieces before it (an errored WRITE leaves its target undefined). */
+enum { ACK_EVERY = 32, ACK_EVERY_TRAINS = 256 };
+#define LONG_TIMEOUT_NS 16000000ull /* IBA timeout 12 (16.8 ms) and up */
 static void shape_wqe(const struct sr_qp *qp, struct sr_swqe *w)
 {
     const struct sr_engine_ops *ops = &qp->eng->cfg.ops;
-    w->trains = w->npkts > 1 && sr_qp_reliable(qp) && ops->tx_trains &&
-                ops->tx_trains(qp->eng->cfg.ops_ctx, qp->attr.dgid);
-    w->write_only = w->trains && w->wr.opcode == SR_WR_RDMA_WRITE && !qp->eng->cfg.whole_writes;
+    enum sr_wr_opcode op = w->wr.opcode;
+    bool trains = w->npkts > 1 && sr_qp_reliable(qp) && !sr_wr_is_rd_atomic(op) && ops->tx_trains &&
+                  ops->tx_trains(qp->eng->cfg.ops_ctx, qp->attr.dgid);
+    uint32_t every =
+        trains && sr_timeout_ns(qp->attr.timeout) >= LONG_TIMEOUT_NS ? ACK_EVERY_TRAINS : ACK_EVERY;
+    w->ack_every = SR_MAX(SR_MIN(every, qp->eng->cfg.window_pkts / 2), 1u);
+    w->write_only =
+        trains && op == SR_WR_RDMA_WRITE && w->npkts <= w->ack_every && !qp->eng->cfg.whole_writes;
     w->shaped = true;
 }
 
@@ -285,7 +296,9 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
     bool sent = false;
     while (qp->req.cur != qp->sq_tail && qp->attr.qp_state == s) {
         struct sr_swqe *w = sr_sq_at(qp, qp->req.cur);
-        bool fresh = w->state == SWQE_POSTED && qp->req.cur_psn == w->first_psn;
+        /* not yet started (a rewind to the start of a WQE that was partly
+         * sent does not start it again: under SQD it would stay stopped) */
+        bool fresh = w->state == SWQE_POSTED && !w->shaped && qp->req.cur_psn == w->first_psn;
         if (sr_qp_reliable(qp) && (uint32_t)sr_psn_diff(qp->req.cur_psn, qp->comp.psn) >= window)
             break;
         if (fresh) {
@@ -307,8 +320,7 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
                 send_queue_error(qp, w, st);
                 return;
             }
-            if (!w->shaped) /* a rewind keeps the shape */
-                shape_wqe(qp, w);
+            shape_wqe(qp, w);
         }
         uint32_t used = send_one(qp, w);
         if (!used)

@@ -56,7 +56,7 @@ run() {
   wait $srv
   src=$?
   echo "=== $name: ib_write_bw -n $iters -s $size ${*:+($*)}"
-  sr_report $src $crc || { fails=$((fails + 1)); return; }
+  sr_report $src $crc # exits on a failure (the trap stops the capture)
   grep -qE "^ +$size +$iters " "$out/cli" || { echo "FAIL [$name]: no result line"; fails=$((fails + 1)); }
   grep -q "Mtu *: *1024" "$out/cli" ||
     { echo "FAIL [$name]: active MTU is not 1024 on a 1500-byte link"; fails=$((fails + 1)); }

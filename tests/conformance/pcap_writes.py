@@ -11,7 +11,8 @@ only:  every WRITE packet is a WRITE ONLY (SOFTRDMA_WRITE_ONLY, the default
        else.
 whole: every WRITE packet is a FIRST, MIDDLE or LAST of MTU bytes (SIZE a
        multiple of MTU), the FIRST's RETH covering SIZE bytes, the ACK asked
-       for on each LAST (and on others, every 32 packets).
+       for on each LAST (and inside the message every 256 packets over UDP,
+       not checked).
 Retransmitted packets (a PSN seen before) are skipped; a packet missing from
 the capture does not upset the others' checks. MIN_PACKETS: at least that
 many WRITE packets.

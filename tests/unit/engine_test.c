@@ -111,7 +111,7 @@ static const struct {
     {"resp-drop-dup", f_drop_resp},
 };
 
-/* When set, test_ops runs its RDMA WRITEs only. */
+/* When set, test_ops runs its RDMA WRITEs and SENDs only. */
 static bool ops_writes_only;
 
 static void test_ops(void)
@@ -131,7 +131,7 @@ static void test_ops(void)
         for (size_t oi = 0; oi < SR_ARRAY_SIZE(ops); oi++)
             for (size_t si = 0; si < SR_ARRAY_SIZE(sizes); si++) {
                 enum sr_wr_opcode op = ops[oi];
-                if (ops_writes_only && op != SR_WR_RDMA_WRITE)
+                if (ops_writes_only && op != SR_WR_RDMA_WRITE && op != SR_WR_SEND)
                     continue;
                 bool atomic = op == SR_WR_ATOMIC_CMP_AND_SWP || op == SR_WR_ATOMIC_FETCH_AND_ADD;
                 if (atomic && si > 0)
@@ -1331,11 +1331,10 @@ static void test_ops_held_acks(void)
     h_ack_delay_ns = 0;
 }
 
-/* The WRITEs again with the peers reached by trains: those of two or more
- * packets go as WRITE ONLY packets, through loss, duplication and
- * reordering (a rewind into the middle of a WRITE resends its pieces as
- * they were), alone and in a mixed stream (SENDs and READs too, asking
- * for ACKs every 256 packets). */
+/* The WRITEs and SENDs again with the peers reached by trains: WRITEs of
+ * up to 32 packets (the harness's 1 ms timeout) go as WRITE ONLY packets,
+ * through loss, duplication and reordering (a rewind into the middle of a
+ * WRITE resends its pieces as they were), alone and in a mixed stream. */
 static void test_ops_trains(void)
 {
     h_trains = true;
@@ -1370,12 +1369,16 @@ static int f_wlog(struct harness *h, const struct h_pkt *p, uint64_t seq)
     return nwlog++ == wdrop_at; /* drop that one, the first time it goes */
 }
 
-/* With trains, an RC WRITE of several packets goes as one WRITE ONLY per
- * packet, each RETH covering its own piece; a lost piece is sent again as
- * the same piece. A WRITE with immediate (its receive completion reports
- * the whole length), a UC WRITE and a WRITE without trains keep
- * FIRST/MIDDLE/LAST. An RC WQE asks for ACKs on its last packet and every
- * ack_every packets (256 with trains, 32 without); UC never. */
+/* With trains and a long timeout, an RC WRITE of 2..256 packets goes as
+ * one WRITE ONLY per packet, each RETH covering its own piece; a lost
+ * piece is sent again as the same piece. A WQE asks for ACKs on its last
+ * packet and every ack_every packets: 256 with trains and a long timeout,
+ * 32 otherwise, half the window at most, and never on UC. A longer WRITE
+ * (its ACK requests then on MIDDLEs), a WRITE with immediate (its receive
+ * completion reports the whole length), a UC WRITE and a WRITE without
+ * trains keep FIRST/MIDDLE/LAST. */
+static uint8_t ws_timeout = 14; /* write_shape's QP timeout (67 ms) */
+static uint32_t ws_window;      /* and window (0: the default, 2048) */
 static void write_shape(enum sr_qp_type type, enum sr_wr_opcode op, bool trains, int drop,
                         bool expect_pieces, int npkt, int ack_every)
 {
@@ -1384,12 +1387,17 @@ static void write_shape(enum sr_qp_type type, enum sr_wr_opcode op, bool trains,
     struct harness h;
     struct h_pair pr;
     h_trains = trains;
-    h_init(&h, 0);
+    h_init(&h, ws_window);
     h_trains = false;
     h.filter = f_wlog;
     nwlog = 0;
     wdrop_at = drop;
-    struct h_qp_opts o = {.type = type, .mtu = MTU, .retry_cnt = 7, .rnr_retry = 7, .access = 15};
+    struct h_qp_opts o = {.type = type,
+                          .mtu = MTU,
+                          .timeout = ws_timeout,
+                          .retry_cnt = 7,
+                          .rnr_retry = 7,
+                          .access = 15};
     h_connect(&h, &pr, &o);
     reg_mem(&pr, 15);
     pattern(mem[0], LEN, 5);
@@ -1458,14 +1466,72 @@ static void test_write_only(void)
     write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, -1, true, 4, 256);
     sr_test_ctx = "... the second piece lost: the same pieces again";
     write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, 1, true, 4, 256);
-    sr_test_ctx = "... 300 pieces: ACK requests at the 256th and the last";
-    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, -1, true, 300, 256);
-    sr_test_ctx = "RC WRITE of 40 packets without trains: FIRST/MIDDLE/LAST, ACKs every 32";
+    sr_test_ctx = "... 256 pieces, one ACK request";
+    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, -1, true, 256, 256);
+    sr_test_ctx = "RC WRITE of 300 packets, trains: FIRST/MIDDLE/LAST, ACKs every 256";
+    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, -1, false, 300, 256);
+    sr_test_ctx = "RC WRITE of 40 packets without trains: ACKs every 32";
     write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, false, -1, false, 40, 32);
     sr_test_ctx = "RC WRITE with immediate, trains: FIRST/MIDDLE/LAST, ACKs every 256";
     write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE_WITH_IMM, true, -1, false, 40, 256);
     sr_test_ctx = "UC WRITE, trains: FIRST/MIDDLE/LAST, no ACK requests";
     write_shape(SR_QPT_UC, SR_WR_RDMA_WRITE, true, -1, false, 4, 0);
+    ws_timeout = 8; /* 1 ms: 256 packets and a held ACK might not fit */
+    sr_test_ctx = "timeout 8, trains: 32 pieces, one ACK request";
+    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, -1, true, 32, 32);
+    sr_test_ctx = "timeout 8, trains: 40 packets whole, ACKs every 32";
+    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, -1, false, 40, 32);
+    ws_timeout = 14;
+    ws_window = 16;
+    sr_test_ctx = "window 16, trains: 8 pieces; 20 packets whole, ACKs every 8";
+    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, -1, true, 8, 8);
+    write_shape(SR_QPT_RC, SR_WR_RDMA_WRITE, true, -1, false, 20, 8);
+    ws_window = 0;
+}
+
+/* SQD drains what has started: a WRITE cut short by the window, whose
+ * first packet is lost, is sent again from its start (the sequence NAK's
+ * rewind) and completes. Treated as a new WQE then, it stayed stopped
+ * until its retries ran out. */
+static int sqd_drops;
+static int f_drop_first(struct harness *h, const struct h_pkt *p, uint64_t seq)
+{
+    (void)h, (void)seq;
+    return p->from == 0 && sqd_drops++ == 0;
+}
+
+static void test_sqd_rewind(void)
+{
+    sr_test_ctx = "SQD: a partly sent WQE rewound to its start drains";
+    struct harness h;
+    struct h_pair pr;
+    h_init(&h, 4);
+    sqd_drops = 0;
+    h.filter = f_drop_first;
+    struct h_qp_opts o = {.type = SR_QPT_RC, .mtu = 1024, .retry_cnt = 3, .access = 15};
+    h_connect(&h, &pr, &o);
+    reg_mem(&pr, 15);
+    pattern(mem[0], 8192, 3);
+    struct sr_sge sg = {(uintptr_t)mem[0], 8192, sr_mr_lkey(mr[0])};
+    struct sr_send_wr wr = {.wr_id = 5,
+                            .sg_list = &sg,
+                            .num_sge = 1,
+                            .opcode = SR_WR_RDMA_WRITE,
+                            .send_flags = SR_SEND_SIGNALED,
+                            .remote_addr = (uintptr_t)mem[1],
+                            .rkey = sr_mr_rkey(mr[1])};
+    SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &wr, h.now), 0); /* 4 of its 8 packets go */
+    struct sr_qp_attr a = {.qp_state = SR_QPS_SQD};
+    SR_CHECK_EQ(sr_qp_modify(pr.qp[0], &a, SR_QP_STATE | SR_QP_EN_SQD_ASYNC_NOTIFY, h.now), 0);
+    struct sr_wc wc[1];
+    SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 1, wc, 100000000ull), 1);
+    SR_CHECK_EQ(wc[0].status, SR_WC_SUCCESS);
+    SR_CHECK_MEM(mem[1], mem[0], 8192);
+    h_run(&h, NULL, NULL, 1000000);
+    SR_CHECK_EQ(h.async_events[SR_EVENT_SQ_DRAINED], 1);
+    sr_mr_dereg(mr[0]);
+    sr_mr_dereg(mr[1]);
+    h_fini(&h);
 }
 
 static void test_qp_state(void)
@@ -1598,6 +1664,7 @@ int main(void)
     SR_RUN(test_ops_held_acks);
     SR_RUN(test_ops_trains);
     SR_RUN(test_write_only);
+    SR_RUN(test_sqd_rewind);
     SR_RUN(test_read_fence);
     SR_RUN(test_cq_overflow_and_limits);
     free(mem[0]);
