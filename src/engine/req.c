@@ -183,7 +183,7 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
         }
         len = SR_MIN(pmtu, w->total_len - off);
         if (w->write_only) {
-            /* each packet a WRITE of its own piece (write_only_wqe) */
+            /* each packet a WRITE of its own piece (shape_wqe) */
             p.bth.opcode = tbase | SR_OP_WRITE_ONLY;
             p.reth =
                 (struct sr_reth){.va = wr->remote_addr + off, .rkey = wr->rkey, .dma_len = len};

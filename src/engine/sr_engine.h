@@ -281,11 +281,13 @@ struct sr_engine_ops {
     /* an affiliated or unaffiliated async event; obj is the QP, CQ or SRQ */
     void (*async_event)(void *ctx, enum sr_event_type type, void *obj);
     /* Optional: packets to dgid leave in trains of equal-length datagrams
-     * (UDP GSO). An RC RDMA WRITE of two or more packets is then sent as
-     * one WRITE ONLY per packet, each with its own RETH, all of one length,
-     * instead of FIRST (16 bytes longer, which ends a train) + MIDDLE +
-     * LAST, and a WQE asks for ACKs every 256 packets instead of 32. Asked
-     * once per RC WQE of two or more packets, when it starts. */
+     * (UDP GSO). A WQE of a QP whose timeout is 16 ms or more then asks for
+     * ACKs every 256 packets instead of 32, and an RC RDMA WRITE of 2..256
+     * packets (32 with a shorter timeout) goes as one WRITE ONLY per
+     * packet, each with its own RETH, all of one length, instead of FIRST
+     * (16 bytes longer, which ends a train) + MIDDLE + LAST (req.c,
+     * shape_wqe). Asked once per RC SEND or WRITE WQE of two or more
+     * packets, when it starts. */
     bool (*tx_trains)(void *ctx, const uint8_t *dgid);
 };
 
