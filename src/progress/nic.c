@@ -387,16 +387,14 @@ void sr_nic_kick(struct sr_nic *nic)
         nic_wake(nic);
 }
 
-/* Bytes received so far, through either driver. */
-static uint64_t nic_rx_bytes(struct sr_nic *nic)
+/* Bytes received so far through shared memory. */
+static uint64_t nic_shm_rx_bytes(struct sr_nic *nic)
 {
-    uint64_t b = sr_udp_counters(nic->udp)->rx_bytes;
-    if (nic->shm) {
-        struct sr_shm_stats m;
-        sr_shm_stats(nic->shm, &m);
-        b += m.rx_bytes;
-    }
-    return b;
+    if (!nic->shm)
+        return 0;
+    struct sr_shm_stats m;
+    sr_shm_stats(nic->shm, &m);
+    return m.rx_bytes;
 }
 
 static void *nic_thread(void *arg)
@@ -434,10 +432,11 @@ static void *nic_thread(void *arg)
         sr_engine_hold_acks(nic->eng,
                             app_seen && start - app_seen < APP_REPLY_NS &&
                                 !atomic_load_explicit(&nic->app_asleep, memory_order_relaxed));
-        uint64_t before = nic_rx_bytes(nic), udp_before = sr_udp_counters(nic->udp)->rx_bytes;
+        const struct sr_udp_stats *us = sr_udp_counters(nic->udp);
+        uint64_t udp_before = us->rx_bytes, shm_before = nic_shm_rx_bytes(nic);
         int n = nic_pass(nic, true);
-        uint64_t bytes = nic_rx_bytes(nic) - before;
-        uint64_t udp_bytes = sr_udp_counters(nic->udp)->rx_bytes - udp_before;
+        uint64_t udp_bytes = us->rx_bytes - udp_before;
+        uint64_t bytes = udp_bytes + nic_shm_rx_bytes(nic) - shm_before; /* either driver */
         if (expired && n > 0) /* they waited for the hand-off to run out */
             nic->handoff_cur_ns = SR_MAX(SR_MIN(HANDOFF_MIN_NS, nic->handoff_ns),
                                          SR_MIN(nic->handoff_ns, nic->handoff_cur_ns) / 2);

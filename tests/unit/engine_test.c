@@ -112,7 +112,7 @@ static const struct {
 };
 
 /* When set, test_ops runs its RDMA WRITEs and SENDs only. */
-static bool ops_writes_only;
+static bool ops_write_send_only;
 
 static void test_ops(void)
 {
@@ -131,7 +131,7 @@ static void test_ops(void)
         for (size_t oi = 0; oi < SR_ARRAY_SIZE(ops); oi++)
             for (size_t si = 0; si < SR_ARRAY_SIZE(sizes); si++) {
                 enum sr_wr_opcode op = ops[oi];
-                if (ops_writes_only && op != SR_WR_RDMA_WRITE && op != SR_WR_SEND)
+                if (ops_write_send_only && op != SR_WR_RDMA_WRITE && op != SR_WR_SEND)
                     continue;
                 bool atomic = op == SR_WR_ATOMIC_CMP_AND_SWP || op == SR_WR_ATOMIC_FETCH_AND_ADD;
                 if (atomic && si > 0)
@@ -1338,9 +1338,9 @@ static void test_ops_held_acks(void)
 static void test_ops_trains(void)
 {
     h_trains = true;
-    ops_writes_only = true;
+    ops_write_send_only = true;
     test_ops();
-    ops_writes_only = false;
+    ops_write_send_only = false;
     test_stream();
     h_trains = false;
 }
