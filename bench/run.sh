@@ -8,7 +8,10 @@
 #   - raw loopback UDP between two processes (build's srdma-udpbench):
 #     4 KiB datagrams, UDP GSO+GRO, busy-poll ping-pong of 32 B, and the
 #     same ping-pong with a 20 B ACK riding in each send (one GSO send of two
-#     segments: the shape an RC ping-pong's packets must take);
+#     segments: the shape an RC ping-pong's packets must take), received
+#     with plain recv and as softrdma's UDP driver must receive (recvmmsg
+#     with source addresses and GRO control messages): the floor under
+#     ib_write_lat before any transport work;
 #   - softrdma under Debian's unmodified perftest over its UDP path
 #     (SOFTRDMA_SHM=0), the path #5's targets are stated for:
 #     ib_{write,read,send}_bw at 64 B, 4 KiB, 64 KiB, 1 MiB;
@@ -276,7 +279,8 @@ for ((rep = 1; rep <= reps; rep++)); do
     case $k in
     udp_plain_4k_gbps | udp_gso_gro_4k_gbps | udp_plain_4k_loss_pct | udp_gso_gro_4k_loss_pct | \
       udp_half_rtt_us | udp_pingpong_32b_rtt_us | udp_pingpong_32b_rtt_p99_us | \
-      udp_ack_half_rtt_us | udp_pingack_32b_rtt_us | memcpy_4k_gbps | shm_half_rtt_us) record "$k" "$v" ;;
+      udp_ack_half_rtt_us | udp_pingack_32b_rtt_us | udp_ackrx_half_rtt_us | udp_pingackrx_32b_rtt_us | \
+      memcpy_4k_gbps | shm_half_rtt_us) record "$k" "$v" ;;
     esac
   done <"$tmp/udp"
 
@@ -371,6 +375,7 @@ report=$tmp/report
   row "UDP half round trip" udp_half_rtt_us us
   row "UDP 32 B round trip, each with a 20 B ACK" udp_pingack_32b_rtt_us us
   row "  its half round trip" udp_ack_half_rtt_us us
+  row "  the same received as softrdma must (pingackrx)" udp_ackrx_half_rtt_us us
   echo "-- softrdma, perftest (Gb/s = 10^9 bit/s)"
   for op in write read send; do
     for s in "${sizes[@]}"; do row "ib_${op}_bw ${label[$s]}" "sr_${op}_bw_$s" Gb/s; done
@@ -428,6 +433,8 @@ report=$tmp/report
   ratio "ib_write_lat 2 B / UDP half round trip" sr_write_lat_2 udp_half_rtt_us "<=" 1.5
   ratio "  / the same with an ACK per message (info)" sr_write_lat_2 udp_ack_half_rtt_us "<=" 1.5
   ratio "UDP with an ACK / without (info)" udp_ack_half_rtt_us udp_half_rtt_us "<=" 1.5
+  ratio "  received as softrdma must / without (info)" udp_ackrx_half_rtt_us udp_half_rtt_us "<=" 1.5
+  ratio "ib_write_lat 2 B / that floor (info)" sr_write_lat_2 udp_ackrx_half_rtt_us "<=" 1.5
   ratio "ib_write_bw 64 KiB / UDP 4 KiB plain (info)" sr_write_bw_65536 udp_plain_4k_gbps ">=" 0.6
   for pair_ in write:put read:get send:tag; do
     for s in "${sizes[@]}"; do

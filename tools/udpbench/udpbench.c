@@ -2,7 +2,7 @@
  * the yardstick bench/run.sh holds softrdma against. A benchmark, never a
  * test: every figure depends on the machine and on its load.
  *
- *   srdma-udpbench [-m plain|gso|pingpong|pingack|memcpy|shmpingpong|all] [-t SECONDS]
+ *   srdma-udpbench [-m plain|gso|pingpong|pingack|pingackrx|memcpy|shmpingpong|all] [-t SECONDS]
  *                  [-a 127.x.y.z]
  *                  [-n ITERS] [-s BYTES] [-S SEGMENT] [-g SEGMENTS]
  *
@@ -20,6 +20,12 @@
  *             before it (a RoCEv2 ACK) in one UDP GSO send of two segments,
  *             received with UDP_GRO; how softrdma's RC ping-pong must send
  *             when every message needs its ACK before the next.
+ *   pingackrx pingack received the way a RoCEv2 device must receive: one
+ *             recvmmsg of up to 16 messages, each with the source address
+ *             (the ICRC covers it) and room for the UDP_GRO control message
+ *             (the segment size of a train), as softrdma's UDP driver does.
+ *             The floor of softrdma's ib_write_lat over UDP before any
+ *             transport work: the ICRC, the engine and the verbs.
  *   memcpy    the same-host limits of softrdma's shared-memory path: one
  *             core's copy rate of 4 KiB pieces of a 64 KiB buffer into a
  *             4 MiB ring (what each side of a transfer through shared memory
@@ -76,7 +82,11 @@ struct opts {
     size_t small_len;
     size_t seg_len;
     int gso_segs;
-    bool ack; /* ping-pong: each message carries an acknowledgement (pingack) */
+    enum pp_shape {
+        PP_PLAIN,         /* pingpong */
+        PP_ACK,           /* pingack: each message carries an acknowledgement */
+        PP_ACK_DEVICE_RX, /* pingackrx: pingack received as softrdma receives */
+    } shape;
 };
 
 /* What the receiving child reports through the pipe. */
@@ -389,11 +399,12 @@ static int run_goodput(const struct opts *o, bool gso)
 
 /* ---- ping-pong ---------------------------------------------------------- */
 
-/* Sends len bytes; with ack, as one GSO send of a len-byte message and the
- * PP_ACK_LEN-byte acknowledgement after it (buf holds both). */
-static ssize_t pp_send(int fd, const char *buf, size_t len, bool ack)
+/* Sends len bytes; in the shapes with an acknowledgement, as one GSO send
+ * of a len-byte message and the PP_ACK_LEN-byte acknowledgement after it
+ * (buf holds both). */
+static ssize_t pp_send(int fd, const char *buf, size_t len, enum pp_shape shape)
 {
-    if (!ack)
+    if (shape == PP_PLAIN)
         return send(fd, buf, len, 0);
     struct iovec iov = {.iov_base = (void *)buf, .iov_len = len + PP_ACK_LEN};
     union {
@@ -415,15 +426,10 @@ static ssize_t pp_send(int fd, const char *buf, size_t len, bool ack)
     return r == (ssize_t)(len + PP_ACK_LEN) ? (ssize_t)len : r;
 }
 
-/* Receives what one pp_send sent: the len-byte message, with its
- * acknowledgement (GRO hands the two over as one) or without (a socket may
- * also get them one by one; a lone acknowledgement counts as nothing).
- * The message's length, 0 when nothing came, -1 on error. */
-static ssize_t pp_recv(int fd, char *buf, size_t cap, size_t len, bool ack)
+/* The message length a received datagram of r bytes stands for (see
+ * pp_recv). */
+static ssize_t pp_len(ssize_t r, size_t len, bool ack)
 {
-    ssize_t r = recv(fd, buf, cap, MSG_DONTWAIT);
-    if (r < 0)
-        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
     if (ack && (size_t)r == len + PP_ACK_LEN)
         return (ssize_t)len;
     if (ack && r == PP_ACK_LEN)
@@ -431,16 +437,66 @@ static ssize_t pp_recv(int fd, char *buf, size_t cap, size_t len, bool ack)
     return r;
 }
 
+/* pp_recv's call when receiving like a RoCEv2 device (pingackrx): a batch
+ * with source addresses and GRO control messages; message 0 lands in buf. */
+static ssize_t pp_recv_device(int fd, char *buf, size_t cap, size_t len)
+{
+    enum { VLEN = 16, SLOT = PP_BUF };
+    static char slot[VLEN][SLOT];
+    static struct sockaddr_in6 name[VLEN];
+    static union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } ctl[VLEN];
+    struct iovec iov[VLEN];
+    struct mmsghdr m[VLEN];
+    for (int i = 0; i < VLEN; i++) {
+        iov[i] = (struct iovec){.iov_base = i ? slot[i] : buf, .iov_len = i ? SLOT : cap};
+        m[i].msg_hdr = (struct msghdr){.msg_name = &name[i],
+                                       .msg_namelen = sizeof(name[i]),
+                                       .msg_iov = &iov[i],
+                                       .msg_iovlen = 1,
+                                       .msg_control = ctl[i].buf,
+                                       .msg_controllen = sizeof(ctl[i].buf)};
+    }
+    int n = recvmmsg(fd, m, VLEN, MSG_DONTWAIT, NULL);
+    if (n < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    for (int i = 0; i < n; i++) {
+        ssize_t l = pp_len((ssize_t)m[i].msg_len, len, true);
+        if (l > 0) {
+            if (i)
+                memcpy(buf, slot[i], (size_t)l);
+            return l;
+        }
+    }
+    return 0; /* acknowledgements only */
+}
+
+/* Receives what one pp_send sent: the len-byte message, with its
+ * acknowledgement (GRO hands the two over as one) or without (a socket may
+ * also get them one by one; a lone acknowledgement counts as nothing).
+ * The message's length, 0 when nothing came, -1 on error. */
+static ssize_t pp_recv(int fd, char *buf, size_t cap, size_t len, enum pp_shape shape)
+{
+    if (shape == PP_ACK_DEVICE_RX)
+        return pp_recv_device(fd, buf, cap, len);
+    ssize_t r = recv(fd, buf, cap, MSG_DONTWAIT);
+    if (r < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    return pp_len(r, len, shape != PP_PLAIN);
+}
+
 /* Child side: echo every message until the stop byte or end_ns. */
-static void pong_loop(int fd, uint64_t end_ns, size_t len, bool ack)
+static void pong_loop(int fd, uint64_t end_ns, size_t len, enum pp_shape shape)
 {
     char buf[PP_BUF];
     for (unsigned spins = 0;; spins++) {
-        ssize_t r = pp_recv(fd, buf, sizeof(buf), len, ack);
+        ssize_t r = pp_recv(fd, buf, sizeof(buf), len, shape);
         if (r > 0) {
             if ((unsigned char)buf[0] == PP_STOP)
                 return;
-            (void)pp_send(fd, buf, (size_t)r, ack);
+            (void)pp_send(fd, buf, (size_t)r, shape);
             continue;
         }
         if (r < 0 && errno != EINTR && errno != ECONNREFUSED)
@@ -457,16 +513,16 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* One round trip; its duration in ns, or 0 when the reply did not come. */
-static uint64_t ping_once(int fd, char *buf, size_t len, uint32_t seq, bool ack)
+static uint64_t ping_once(int fd, char *buf, size_t len, uint32_t seq, enum pp_shape shape)
 {
     char in[PP_BUF];
     buf[0] = 0;
     memcpy(buf + 1, &seq, sizeof(seq));
     uint64_t t0 = now_ns();
-    if (pp_send(fd, buf, len, ack) != (ssize_t)len)
+    if (pp_send(fd, buf, len, shape) != (ssize_t)len)
         return 0;
     for (;;) {
-        ssize_t r = pp_recv(fd, in, sizeof(in), len, ack);
+        ssize_t r = pp_recv(fd, in, sizeof(in), len, shape);
         uint64_t t1 = now_ns();
         if (r == (ssize_t)len && memcmp(in + 1, &seq, sizeof(seq)) == 0)
             return t1 - t0 ? t1 - t0 : 1;
@@ -480,7 +536,8 @@ static uint64_t ping_once(int fd, char *buf, size_t len, uint32_t seq, bool ack)
 static int run_pingpong(const struct opts *o)
 {
     size_t len = o->small_len < 5 ? 5 : o->small_len; /* stop/normal byte + sequence number */
-    if (o->ack && len <= PP_ACK_LEN)
+    bool ack = o->shape != PP_PLAIN;
+    if (ack && len <= PP_ACK_LEN)
         len = PP_ACK_LEN + 1; /* the message is the GSO segment size: the longer one */
     int fds[2];
     if (open_pair(o->addr, fds)) {
@@ -488,8 +545,8 @@ static int run_pingpong(const struct opts *o)
         return -1;
     }
     int one = 1;
-    if (o->ack && (setsockopt(fds[0], SOL_UDP, UDP_GRO, &one, sizeof(one)) ||
-                   setsockopt(fds[1], SOL_UDP, UDP_GRO, &one, sizeof(one)))) {
+    if (ack && (setsockopt(fds[0], SOL_UDP, UDP_GRO, &one, sizeof(one)) ||
+                setsockopt(fds[1], SOL_UDP, UDP_GRO, &one, sizeof(one)))) {
         fprintf(stderr, "udpbench: UDP_GRO: %s\n", strerror(errno));
         close(fds[0]);
         close(fds[1]);
@@ -516,7 +573,7 @@ static int run_pingpong(const struct opts *o)
     }
     if (pid == 0) {
         close(fds[0]);
-        pong_loop(fds[1], end + (uint64_t)CHILD_GRACE_S * 1000000000ull, len, o->ack);
+        pong_loop(fds[1], end + (uint64_t)CHILD_GRACE_S * 1000000000ull, len, o->shape);
         _exit(0);
     }
     close(fds[1]);
@@ -524,32 +581,34 @@ static int run_pingpong(const struct opts *o)
     uint32_t seq = 0;
     int n = 0, lost = 0;
     for (int i = 0; i < WARMUP_ROUNDS && now_ns() < end; i++)
-        (void)ping_once(fds[0], buf, len, ++seq, o->ack);
+        (void)ping_once(fds[0], buf, len, ++seq, o->shape);
     while (n < o->iters && now_ns() < end) {
-        uint64_t rtt = ping_once(fds[0], buf, len, ++seq, o->ack);
+        uint64_t rtt = ping_once(fds[0], buf, len, ++seq, o->shape);
         if (rtt)
             samples[n++] = rtt;
         else
             lost++;
     }
     buf[0] = (char)PP_STOP;
-    (void)pp_send(fds[0], buf, len, o->ack);
+    (void)pp_send(fds[0], buf, len, o->shape);
 
     int rc = -1;
     if (n > 0) {
         qsort(samples, (size_t)n, sizeof(*samples), cmp_u64);
         double med = (double)samples[n / 2] / 1e3;
-        const char *name = o->ack ? "pingack" : "pingpong";
+        static const char *const names[] = {"pingpong", "pingack", "pingackrx"};
+        static const char *const halves[] = {"", "ack_", "ackrx_"};
+        const char *name = names[o->shape];
         printf("udp_%s_%zub_rtt_us %.2f\n", name, len, med);
         printf("udp_%s_%zub_rtt_min_us %.2f\n", name, len, (double)samples[0] / 1e3);
         printf("udp_%s_%zub_rtt_p99_us %.2f\n", name, len,
                (double)samples[(size_t)n * 99 / 100] / 1e3);
-        printf("udp_%shalf_rtt_us %.2f\n", o->ack ? "ack_" : "", med / 2);
+        printf("udp_%shalf_rtt_us %.2f\n", halves[o->shape], med / 2);
         printf("udp_%s_samples %d\n", name, n);
         printf("udp_%s_lost %d\n", name, lost);
         rc = 0;
     } else {
-        fprintf(stderr, "udpbench: %s: no round trip completed\n", o->ack ? "pingack" : "pingpong");
+        fprintf(stderr, "udpbench: ping-pong (shape %d): no round trip completed\n", (int)o->shape);
     }
     close(fds[0]);
     reap(pid);
@@ -655,9 +714,10 @@ static int run_shm_pingpong(const struct opts *o)
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: srdma-udpbench [-m plain|gso|pingpong|pingack|memcpy|shmpingpong|all] "
-            "[-t SECONDS] [-a 127.x.y.z] [-n ITERS] [-s BYTES] [-S SEGMENT] [-g SEGMENTS]\n");
+    fprintf(
+        stderr,
+        "usage: srdma-udpbench [-m plain|gso|pingpong|pingack|pingackrx|memcpy|shmpingpong|all] "
+        "[-t SECONDS] [-a 127.x.y.z] [-n ITERS] [-s BYTES] [-S SEGMENT] [-g SEGMENTS]\n");
 }
 
 int main(int argc, char **argv)
@@ -711,7 +771,8 @@ int main(int argc, char **argv)
     }
     bool all = strcmp(o.mode, "all") == 0;
     if (!all && strcmp(o.mode, "plain") && strcmp(o.mode, "gso") && strcmp(o.mode, "pingpong") &&
-        strcmp(o.mode, "pingack") && strcmp(o.mode, "memcpy") && strcmp(o.mode, "shmpingpong")) {
+        strcmp(o.mode, "pingack") && strcmp(o.mode, "pingackrx") && strcmp(o.mode, "memcpy") &&
+        strcmp(o.mode, "shmpingpong")) {
         usage();
         return 2;
     }
@@ -725,7 +786,11 @@ int main(int argc, char **argv)
     if (all || !strcmp(o.mode, "pingpong"))
         fails += run_pingpong(&o) != 0;
     if (all || !strcmp(o.mode, "pingack")) {
-        o.ack = true;
+        o.shape = PP_ACK;
+        fails += run_pingpong(&o) != 0;
+    }
+    if (all || !strcmp(o.mode, "pingackrx")) {
+        o.shape = PP_ACK_DEVICE_RX;
         fails += run_pingpong(&o) != 0;
     }
     if (all || !strcmp(o.mode, "memcpy"))
