@@ -239,7 +239,9 @@ static int nic_pass(struct sr_nic *nic, bool ours)
         nic->now = sr_nic_now();
         bool skip = nic->udp_idle >= UDP_IDLE_PASSES && nic->shm && sr_shm_active(nic->shm) &&
                     ++nic->udp_skips % UDP_SKIP != 0;
-        int n = skip ? 0 : sr_udp_recv(nic->udp, nic_rx, nic, RX_BATCH);
+        int n = skip   ? 0
+                : ours ? sr_udp_recv(nic->udp, nic_rx, nic, RX_BATCH)
+                       : sr_udp_poll(nic->udp, nic_rx, nic, RX_BATCH);
         if (!skip)
             nic->udp_idle = n > 0 ? 0 : SR_MIN(nic->udp_idle + 1, UDP_IDLE_PASSES);
         int m = nic->shm ? sr_shm_recv(nic->shm, nic_rx, nic, RX_BATCH) : 0;

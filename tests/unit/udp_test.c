@@ -676,6 +676,43 @@ out:
     sr_udp_close(b);
 }
 
+/* sr_udp_poll: after a call that found the socket empty it reads one
+ * datagram and returns, the rest staying queued for the next call, which
+ * reads its full batch again; sr_udp_recv always reads up to its batch. */
+static void test_poll_after_idle(void)
+{
+    struct sr_udp *a = NULL, *b = NULL;
+    struct rx_log *log = calloc(1, sizeof(*log));
+    SR_CHECK_EQ(dev_open_auto(base_seed + 224, &a), 0);
+    SR_CHECK_EQ(dev_open_auto(base_seed + 240, &b), 0);
+    if (!a || !b || !log)
+        goto out;
+    for (int round = 0; round < 2; round++) {
+        bool poll_fn = round == 0;
+        int (*rx)(struct sr_udp *, sr_udp_rx_fn, void *, int) = poll_fn ? sr_udp_poll : sr_udp_recv;
+        SR_CHECK_EQ(rx(b, rx_log_cb, log, 16), 0); /* empty: idle */
+        for (int i = 0; i < 3; i++) {
+            struct sr_pkt p;
+            make_pkt(&p, SR_OP_RC | SR_OP_SEND_ONLY, 100u + (uint32_t)i, pattern, 64);
+            SR_CHECK_EQ(dev_send(a, &p, sr_udp_addr(b), 1), 0);
+        }
+        struct pollfd pfd = {.fd = sr_udp_fd(b), .events = POLLIN};
+        SR_CHECK_EQ(poll(&pfd, 1, WAIT_MS), 1);
+        log->n = 0;
+        int first = rx(b, rx_log_cb, log, 16);
+        SR_CHECK_EQ(first, poll_fn ? 1 : 3);
+        if (poll_fn) /* not idle any more: the others in one call */
+            SR_CHECK_EQ(rx(b, rx_log_cb, log, 16), 2);
+        SR_CHECK_EQ(log->n, 3);
+        for (int i = 0; i < 3 && i < log->n; i++)
+            SR_CHECK_EQ(sr_get_be24(log->pkt[i].data + 9), 100u + (uint32_t)i);
+    }
+out:
+    free(log);
+    sr_udp_close(a);
+    sr_udp_close(b);
+}
+
 /* Queue p from device u (sr_udp_queue: batched, GSO when it can). */
 static int dev_queue(struct sr_udp *u, const struct sr_pkt *p, const uint8_t *dgid)
 {
@@ -1162,6 +1199,7 @@ int main(void)
     SR_RUN(test_addr_taken);
     SR_RUN(test_send_errors);
     SR_RUN(test_burst);
+    SR_RUN(test_poll_after_idle);
     SR_RUN(test_gso_trains);
     SR_RUN(test_gso_wire_ids);
     SR_RUN(test_ipv4_id_window);

@@ -97,6 +97,12 @@ typedef void (*sr_udp_rx_fn)(void *arg, const uint8_t *pkt, size_t len, const ui
  * waiting, or a negative SR_ERR_* on a socket error with nothing read. */
 int sr_udp_recv(struct sr_udp *u, sr_udp_rx_fn cb, void *arg, int max);
 
+/* sr_udp_recv for an application that polls for one reply (a ping-pong):
+ * after a call that found the socket empty, the next reads one datagram
+ * (one GRO batch) and returns, sparing the kernel's try for a second one.
+ * A stream keeps its full batches with sr_udp_recv. */
+int sr_udp_poll(struct sr_udp *u, sr_udp_rx_fn cb, void *arg, int max);
+
 /* What sr_udp_recv does with one received message, for fuzzers and tests:
  * buf (len bytes, writable: fault injection may flip a bit) as a datagram
  * from src_gid:src_port, or as a GRO batch of gro-byte datagrams when

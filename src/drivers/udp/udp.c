@@ -160,6 +160,7 @@ struct sr_udp {
     uint8_t *rx_mem; /* rx_vlen slots of rx_slot bytes */
     size_t rx_slot;
     uint32_t rx_vlen; /* messages per recvmmsg */
+    bool rx_idle;     /* the last recvmmsg found nothing */
     struct mmsghdr rx_msg[SR_UDP_BATCH];
     struct iovec rx_iov[SR_UDP_BATCH];
     union udp_sa rx_name[SR_UDP_BATCH];
@@ -1001,7 +1002,7 @@ int sr_udp_rx_inject(struct sr_udp *u, uint8_t *buf, size_t len, size_t gro, con
     return 0;
 }
 
-int sr_udp_recv(struct sr_udp *u, sr_udp_rx_fn cb, void *arg, int max)
+static int udp_recv(struct sr_udp *u, sr_udp_rx_fn cb, void *arg, int max, bool lone)
 {
     if (!u || !cb || max < 0)
         return SR_ERR_INVAL;
@@ -1009,7 +1010,8 @@ int sr_udp_recv(struct sr_udp *u, sr_udp_rx_fn cb, void *arg, int max)
         udp_release_held(u, cb, arg);
     int got = 0;
     while (got < max) {
-        unsigned want = (unsigned)SR_MIN(max - got, (int)u->rx_vlen);
+        bool one = lone && u->rx_idle;
+        unsigned want = (unsigned)SR_MIN(max - got, one ? 1 : (int)u->rx_vlen);
         for (unsigned i = 0; i < want; i++) {
             /* The kernel overwrites both on every call. */
             u->rx_msg[i].msg_hdr.msg_namelen = sizeof(u->rx_name[i]);
@@ -1024,16 +1026,34 @@ int sr_udp_recv(struct sr_udp *u, sr_udp_rx_fn cb, void *arg, int max)
             r = udp_recvmmsg(u->fd, u->rx_msg, want);
         } while (r < 0 && errno == EINTR);
         if (r < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                u->rx_idle = true;
                 break;
+            }
             /* A later call reports the error again if it persists. */
             return got ? got : udp_err(errno);
         }
+        u->rx_idle = false;
         for (int i = 0; i < r; i++)
             udp_rx_one(u, i, cb, arg);
         got += r;
-        if ((unsigned)r < want)
-            break; /* queue drained: save the EAGAIN round trip */
+        if ((unsigned)r < want || one)
+            break; /* queue drained (or likely so): save the EAGAIN round trip */
     }
     return got;
+}
+
+int sr_udp_recv(struct sr_udp *u, sr_udp_rx_fn cb, void *arg, int max)
+{
+    return udp_recv(u, cb, arg, max, false);
+}
+
+/* After a call that found nothing, ask for one message: what comes to a
+ * socket an application polls dry is most often a lone datagram (a
+ * ping-pong's message and its ACK, in one GRO batch), and a larger vlen
+ * makes the kernel try for a second one before returning, some 0.1 us of
+ * every round trip. */
+int sr_udp_poll(struct sr_udp *u, sr_udp_rx_fn cb, void *arg, int max)
+{
+    return udp_recv(u, cb, arg, max, true);
 }
