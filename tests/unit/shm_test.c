@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char dir[64];
@@ -503,6 +504,33 @@ static void test_fork_fifo(void)
     sr_shm_close(b);
 }
 
+/* A mailbox left under its temporary name (an open that died before the
+ * rename) is removed by the next open's sweep once it is a minute old; a
+ * young one (an open in progress elsewhere) is left alone. */
+static void test_stale_tmp(void)
+{
+    struct stat st;
+    SR_CHECK_EQ(stat("/proc/self/ns/net", &st), 0);
+    char old_tmp[200], young_tmp[200];
+    snprintf(old_tmp, sizeof(old_tmp), "%s/softrdma-%lu-x.4791.12345.tmp", dir,
+             (unsigned long)st.st_ino);
+    snprintf(young_tmp, sizeof(young_tmp), "%s/softrdma-%lu-y.4791.12346.tmp", dir,
+             (unsigned long)st.st_ino);
+    int fd = open(old_tmp, O_RDWR | O_CREAT | O_EXCL, 0600);
+    SR_CHECK(fd >= 0);
+    struct timespec t[2] = {{.tv_sec = time(NULL) - 120}, {.tv_sec = time(NULL) - 120}};
+    SR_CHECK_EQ(futimens(fd, t), 0);
+    close(fd);
+    fd = open(young_tmp, O_RDWR | O_CREAT | O_EXCL, 0600);
+    SR_CHECK(fd >= 0);
+    close(fd);
+    struct sr_shm *a = dev_open(1, 4791);
+    SR_CHECK(access(old_tmp, F_OK) != 0);
+    SR_CHECK_EQ(access(young_tmp, F_OK), 0);
+    unlink(young_tmp);
+    sr_shm_close(a);
+}
+
 /* The receiver is killed while its ring is full and the sender has a
  * backlog: the sender lets go (its sends turn to UDP, the backlog goes),
  * instead of keeping packets nobody will read. */
@@ -578,6 +606,7 @@ int main(void)
     SR_RUN(test_restart);
     SR_RUN(test_fork_fifo);
     SR_RUN(test_killed_receiver);
+    SR_RUN(test_stale_tmp);
     rm_dir();
     return SR_TEST_RESULT();
 }

@@ -37,6 +37,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SHM_MAGIC   0x53524d42u /* "SRMB" */
@@ -50,6 +51,11 @@ enum {
     SHM_REC_HDR = 8,
     SHM_ALIGN = 64,
     SHM_SWEEP_EVERY = 64, /* sleeps between looks for dead senders */
+    /* A mailbox under its temporary name older than this was left by an
+     * open that died before the rename (an open takes milliseconds). Its
+     * header may be blank, so the name's pid is all it has, and a pid
+     * means nothing outside its namespace: age decides. */
+    SHM_TMP_STALE_S = 60,
 };
 /* Unpublished bytes after which a burst is published without waiting for
  * sr_shm_flush (a stream's packets are not held back). */
@@ -202,6 +208,13 @@ static void sweep_stale(const struct sr_shm *s, unsigned long pidns)
         size_t n = strlen(name);
         if (strncmp(name, prefix, (size_t)plen) || (n > 5 && !strcmp(name + n - 5, ".bell")))
             continue;
+        if (n > 4 && !strcmp(name + n - 4, ".tmp")) {
+            struct stat t;
+            if (!fstatat(dirfd(d), name, &t, AT_SYMLINK_NOFOLLOW) && S_ISREG(t.st_mode) &&
+                t.st_uid == geteuid() && time(NULL) - t.st_mtime > SHM_TMP_STALE_S)
+                unlinkat(dirfd(d), name, 0);
+            continue;
+        }
         /* O_NONBLOCK: a FIFO under such a name must not hang the open */
         int fd = openat(dirfd(d), name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         if (fd < 0)
