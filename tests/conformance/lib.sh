@@ -48,6 +48,7 @@ sr_netns_pair() {
   local nsa=$1 nsb=$2 ifa=$3 ifb=$4 addra=$5 addrb=$6
   [ "$(id -u)" -eq 0 ] || { echo "SKIP: not root"; exit $SKIP; }
   ip netns add "$nsa" && ip netns add "$nsb" || { echo "SKIP: cannot create namespaces"; exit $SKIP; }
+  SR_NETNS_INODES="${SR_NETNS_INODES:-} $(stat -L -c %i "/run/netns/$nsa" "/run/netns/$nsb" 2>/dev/null)"
   ip link add name "$ifa" netns "$nsa" type veth peer name "$ifb" netns "$nsb" ||
     { echo "SKIP: no veth"; exit $SKIP; }
   ip -n "$nsa" addr add "$addra/24" dev "$ifa" && ip -n "$nsb" addr add "$addrb/24" dev "$ifb" &&
@@ -56,11 +57,17 @@ sr_netns_pair() {
     { echo "FAIL: cannot configure the veth pair"; exit 1; }
 }
 
-# sr_netns_del NS...: removes the namespaces that exist (cleanup traps).
+# sr_netns_del NS...: removes the namespaces that exist (cleanup traps),
+# and the shared-memory mailboxes that devices in any namespace
+# sr_netns_pair made left behind (a killed process's: no later device in
+# that namespace will sweep them). Call it once the processes are gone.
 sr_netns_del() {
-  local ns
+  local ns ino
   for ns in "$@"; do
     [ -n "$ns" ] && ip netns del "$ns" 2>/dev/null
+  done
+  for ino in ${SR_NETNS_INODES:-}; do
+    rm -f /dev/shm/softrdma-"$ino"-*
   done
   return 0
 }

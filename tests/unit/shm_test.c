@@ -9,7 +9,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/statvfs.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -504,18 +506,34 @@ static void test_fork_fifo(void)
     sr_shm_close(b);
 }
 
-/* A mailbox left under its temporary name (an open that died before the
- * rename) is removed by the next open's sweep once it is a minute old; a
- * young one (an open in progress elsewhere) is left alone. */
+/* A doorbell (a bound UNIX socket) at path, its times set back by age s. */
+static void make_bell(const char *path, int age)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+    SR_CHECK(fd >= 0);
+    SR_CHECK_EQ(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    close(fd);
+    struct timespec t[2] = {{.tv_sec = time(NULL) - age}, {.tv_sec = time(NULL) - age}};
+    SR_CHECK_EQ(utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+/* A mailbox left under its temporary name, or a doorbell left without a
+ * mailbox (an open that died before the rename), is removed by the next
+ * open's sweep once it is a minute old; a young one (an open in progress
+ * elsewhere) is left alone, and so is the doorbell of a live device. */
 static void test_stale_tmp(void)
 {
+    struct sr_shm *b = dev_open(2, 4791); /* a live device: its doorbell stays */
     struct stat st;
     SR_CHECK_EQ(stat("/proc/self/ns/net", &st), 0);
-    char old_tmp[200], young_tmp[200];
-    snprintf(old_tmp, sizeof(old_tmp), "%s/softrdma-%lu-x.4791.12345.tmp", dir,
-             (unsigned long)st.st_ino);
-    snprintf(young_tmp, sizeof(young_tmp), "%s/softrdma-%lu-y.4791.12346.tmp", dir,
-             (unsigned long)st.st_ino);
+    unsigned long ns = (unsigned long)st.st_ino;
+    char old_tmp[200], young_tmp[200], old_bell[200], young_bell[200];
+    snprintf(old_tmp, sizeof(old_tmp), "%s/softrdma-%lu-x.4791.12345.tmp", dir, ns);
+    snprintf(young_tmp, sizeof(young_tmp), "%s/softrdma-%lu-y.4791.12346.tmp", dir, ns);
+    snprintf(old_bell, sizeof(old_bell), "%s/softrdma-%lu-x.4791.bell", dir, ns);
+    snprintf(young_bell, sizeof(young_bell), "%s/softrdma-%lu-y.4791.bell", dir, ns);
     int fd = open(old_tmp, O_RDWR | O_CREAT | O_EXCL, 0600);
     SR_CHECK(fd >= 0);
     struct timespec t[2] = {{.tv_sec = time(NULL) - 120}, {.tv_sec = time(NULL) - 120}};
@@ -524,11 +542,19 @@ static void test_stale_tmp(void)
     fd = open(young_tmp, O_RDWR | O_CREAT | O_EXCL, 0600);
     SR_CHECK(fd >= 0);
     close(fd);
+    make_bell(old_bell, 120);
+    make_bell(young_bell, 0);
+    SR_CHECK_EQ(dir_count(), 6); /* b's mailbox and doorbell, and the four */
     struct sr_shm *a = dev_open(1, 4791);
     SR_CHECK(access(old_tmp, F_OK) != 0);
     SR_CHECK_EQ(access(young_tmp, F_OK), 0);
+    SR_CHECK(access(old_bell, F_OK) != 0);
+    SR_CHECK_EQ(access(young_bell, F_OK), 0);
+    SR_CHECK_EQ(dir_count(), 6); /* the two old ones out, a's two in */
     unlink(young_tmp);
+    unlink(young_bell);
     sr_shm_close(a);
+    sr_shm_close(b);
 }
 
 /* The receiver is killed while its ring is full and the sender has a

@@ -51,10 +51,11 @@ enum {
     SHM_REC_HDR = 8,
     SHM_ALIGN = 64,
     SHM_SWEEP_EVERY = 64, /* sleeps between looks for dead senders */
-    /* A mailbox under its temporary name older than this was left by an
-     * open that died before the rename (an open takes milliseconds). Its
-     * header may be blank, so the name's pid is all it has, and a pid
-     * means nothing outside its namespace: age decides. */
+    /* A mailbox under its temporary name, or a doorbell without a
+     * mailbox, older than this was left by an open that died before the
+     * rename (an open takes milliseconds). Its header may be blank, so
+     * the name's pid is all it has, and a pid means nothing outside its
+     * namespace: age decides. */
     SHM_TMP_STALE_S = 60,
 };
 /* Unpublished bytes after which a burst is published without waiting for
@@ -192,6 +193,19 @@ static bool receiver_gone(struct shm_hdr *h, unsigned long pidns)
     return atomic_load(&h->closed) || (h->pidns == pidns && pid_gone(h->pid));
 }
 
+/* Is there a mailbox under the first n bytes of name (a doorbell's)?
+ * Yes when the name is too long to tell. */
+static bool has_mailbox(int dir_fd, const char *name, size_t n)
+{
+    char box[256];
+    if (n >= sizeof(box))
+        return true;
+    memcpy(box, name, n);
+    box[n] = 0;
+    struct stat st;
+    return fstatat(dir_fd, box, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 /* Removes the mailboxes (and doorbells) of this namespace whose receiver
  * died without closing its device (killed, crashed): they hold the rings
  * senders reserved. Another pid namespace's are left alone. */
@@ -206,12 +220,17 @@ static void sweep_stale(const struct sr_shm *s, unsigned long pidns)
     for (int seen = 0; (e = readdir(d)) && seen < 4096; seen++) {
         const char *name = e->d_name;
         size_t n = strlen(name);
-        if (strncmp(name, prefix, (size_t)plen) || (n > 5 && !strcmp(name + n - 5, ".bell")))
+        if (strncmp(name, prefix, (size_t)plen))
             continue;
-        if (n > 4 && !strcmp(name + n - 4, ".tmp")) {
+        bool is_bell = n > 5 && !strcmp(name + n - 5, ".bell");
+        if (is_bell || (n > 4 && !strcmp(name + n - 4, ".tmp"))) {
+            /* a doorbell goes with its mailbox (below), or, once old, when
+             * it has none (its open died before the rename) */
             struct stat t;
-            if (!fstatat(dirfd(d), name, &t, AT_SYMLINK_NOFOLLOW) && S_ISREG(t.st_mode) &&
-                t.st_uid == geteuid() && time(NULL) - t.st_mtime > SHM_TMP_STALE_S)
+            bool orphan = !is_bell || !has_mailbox(dirfd(d), name, n - 5);
+            if (orphan && !fstatat(dirfd(d), name, &t, AT_SYMLINK_NOFOLLOW) &&
+                (is_bell ? S_ISSOCK(t.st_mode) : S_ISREG(t.st_mode)) && t.st_uid == geteuid() &&
+                time(NULL) - t.st_mtime > SHM_TMP_STALE_S)
                 unlinkat(dirfd(d), name, 0);
             continue;
         }
