@@ -20,10 +20,11 @@
  *             before it (a RoCEv2 ACK) in one UDP GSO send of two segments,
  *             received with UDP_GRO; how softrdma's RC ping-pong must send
  *             when every message needs its ACK before the next.
- *   pingackrx pingack received the way a RoCEv2 device must receive: one
- *             recvmmsg of up to 16 messages, each with the source address
- *             (the ICRC covers it) and room for the UDP_GRO control message
- *             (the segment size of a train), as softrdma's UDP driver does.
+ *   pingackrx pingack received the way a RoCEv2 device must receive, as
+ *             softrdma's UDP driver does: recvmmsg, each message with the
+ *             source address (the ICRC covers it) and room for the UDP_GRO
+ *             control message (the segment size of a train), one message
+ *             per call after a call that found nothing, else up to 16.
  *             The floor of softrdma's ib_write_lat over UDP before any
  *             transport work: the ICRC, the engine and the verbs.
  *   memcpy    the same-host limits of softrdma's shared-memory path: one
@@ -437,11 +438,14 @@ static ssize_t pp_len(ssize_t r, size_t len, bool ack)
     return r;
 }
 
-/* pp_recv's call when receiving like a RoCEv2 device (pingackrx): a batch
- * with source addresses and GRO control messages; message 0 lands in buf. */
+/* pp_recv's call when receiving like a RoCEv2 device (pingackrx), as
+ * softrdma's sr_udp_poll does: a batch with source addresses and GRO
+ * control messages, of one message after a call that found nothing;
+ * message 0 lands in buf. */
 static ssize_t pp_recv_device(int fd, char *buf, size_t cap, size_t len)
 {
     enum { VLEN = 16, SLOT = PP_BUF };
+    static bool idle;
     static char slot[VLEN][SLOT];
     static struct sockaddr_in6 name[VLEN];
     static union {
@@ -459,7 +463,8 @@ static ssize_t pp_recv_device(int fd, char *buf, size_t cap, size_t len)
                                        .msg_control = ctl[i].buf,
                                        .msg_controllen = sizeof(ctl[i].buf)};
     }
-    int n = recvmmsg(fd, m, VLEN, MSG_DONTWAIT, NULL);
+    int n = recvmmsg(fd, m, idle ? 1 : VLEN, MSG_DONTWAIT, NULL);
+    idle = n < 0;
     if (n < 0)
         return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
     for (int i = 0; i < n; i++) {
