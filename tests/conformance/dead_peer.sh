@@ -19,6 +19,7 @@ out=$(mktemp -d)
 srv= cli= nsa= nsb=
 cleanup() {
   for p in $srv $cli; do kill -9 "$p" 2>/dev/null; done
+  wait 2>/dev/null
   sr_netns_del "$nsa" "$nsb"
   rm -rf "$out"
 }

@@ -48,7 +48,14 @@ sr_netns_pair() {
   local nsa=$1 nsb=$2 ifa=$3 ifb=$4 addra=$5 addrb=$6
   [ "$(id -u)" -eq 0 ] || { echo "SKIP: not root"; exit $SKIP; }
   ip netns add "$nsa" && ip netns add "$nsb" || { echo "SKIP: cannot create namespaces"; exit $SKIP; }
-  SR_NETNS_INODES="${SR_NETNS_INODES:-} $(stat -L -c %i "/run/netns/$nsa" "/run/netns/$nsb" 2>/dev/null)"
+  # each namespace's inode names its devices' mailboxes; a descriptor held
+  # on it keeps the number from being reused before sr_netns_del
+  local ns fd
+  for ns in "$nsa" "$nsb"; do
+    exec {fd}<"/run/netns/$ns" || continue
+    SR_NETNS_FDS="${SR_NETNS_FDS:-} $fd"
+    SR_NETNS_INODES="${SR_NETNS_INODES:-} $(stat -L -c %i "/proc/self/fd/$fd")"
+  done
   ip link add name "$ifa" netns "$nsa" type veth peer name "$ifb" netns "$nsb" ||
     { echo "SKIP: no veth"; exit $SKIP; }
   ip -n "$nsa" addr add "$addra/24" dev "$ifa" && ip -n "$nsb" addr add "$addrb/24" dev "$ifb" &&
@@ -62,12 +69,16 @@ sr_netns_pair() {
 # sr_netns_pair made left behind (a killed process's: no later device in
 # that namespace will sweep them). Call it once the processes are gone.
 sr_netns_del() {
-  local ns ino
-  for ns in "$@"; do
-    [ -n "$ns" ] && ip netns del "$ns" 2>/dev/null
-  done
+  local ns ino fd
   for ino in ${SR_NETNS_INODES:-}; do
     rm -f /dev/shm/softrdma-"$ino"-*
   done
+  for ns in "$@"; do
+    [ -n "$ns" ] && ip netns del "$ns" 2>/dev/null
+  done
+  for fd in ${SR_NETNS_FDS:-}; do
+    exec {fd}<&-
+  done
+  SR_NETNS_INODES= SR_NETNS_FDS=
   return 0
 }

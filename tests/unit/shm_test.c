@@ -506,53 +506,96 @@ static void test_fork_fifo(void)
     sr_shm_close(b);
 }
 
-/* A doorbell (a bound UNIX socket) at path, its times set back by age s. */
-static void make_bell(const char *path, int age)
+/* Sets path's access and modification times back by age seconds. */
+static void age_file(const char *path, int age)
+{
+    struct timespec t[2] = {{.tv_sec = time(NULL) - age}, {.tv_sec = time(NULL) - age}};
+    SR_CHECK_EQ(utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+/* The path of the one file in dir whose name ends in suffix: how many
+ * there are. */
+static int find_file(const char *suffix, char *path, size_t size)
+{
+    DIR *d = opendir(dir);
+    int found = 0;
+    size_t sl = strlen(suffix);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n > sl && !strcmp(e->d_name + n - sl, suffix)) {
+            snprintf(path, size, "%s/%s", dir, e->d_name);
+            found++;
+        }
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* A doorbell (a UNIX socket bound at path), its times set back by age s;
+ * its socket's descriptor when kept open (bound), else -1 (nobody bound). */
+static int make_bell(const char *path, int age, bool keep)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
     int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
     SR_CHECK(fd >= 0);
     SR_CHECK_EQ(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    close(fd);
-    struct timespec t[2] = {{.tv_sec = time(NULL) - age}, {.tv_sec = time(NULL) - age}};
-    SR_CHECK_EQ(utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW), 0);
+    if (!keep) {
+        close(fd);
+        fd = -1;
+    }
+    age_file(path, age);
+    return fd;
 }
 
 /* A mailbox left under its temporary name, or a doorbell left without a
- * mailbox (an open that died before the rename), is removed by the next
- * open's sweep once it is a minute old; a young one (an open in progress
- * elsewhere) is left alone, and so is the doorbell of a live device. */
+ * mailbox and unbound (an open that died before the rename), is removed
+ * by the next open's sweep once it is a minute old. Left alone: young
+ * ones (an open in progress elsewhere), an old doorbell still bound (an
+ * open that stalled), and the old doorbell of a live device. */
 static void test_stale_tmp(void)
 {
-    struct sr_shm *b = dev_open(2, 4791); /* a live device: its doorbell stays */
+    struct sr_shm *b = dev_open(2, 4791);
     struct stat st;
     SR_CHECK_EQ(stat("/proc/self/ns/net", &st), 0);
     unsigned long ns = (unsigned long)st.st_ino;
-    char old_tmp[200], young_tmp[200], old_bell[200], young_bell[200];
+    char old_tmp[200], young_tmp[200], old_bell[200], young_bell[200], bound_bell[200];
+    char b_bell[200];
     snprintf(old_tmp, sizeof(old_tmp), "%s/softrdma-%lu-x.4791.12345.tmp", dir, ns);
     snprintf(young_tmp, sizeof(young_tmp), "%s/softrdma-%lu-y.4791.12346.tmp", dir, ns);
     snprintf(old_bell, sizeof(old_bell), "%s/softrdma-%lu-x.4791.bell", dir, ns);
     snprintf(young_bell, sizeof(young_bell), "%s/softrdma-%lu-y.4791.bell", dir, ns);
+    snprintf(bound_bell, sizeof(bound_bell), "%s/softrdma-%lu-z.4791.bell", dir, ns);
+    SR_CHECK_EQ(find_file(".bell", b_bell, sizeof(b_bell)), 1); /* b's */
+    age_file(b_bell, 120);
     int fd = open(old_tmp, O_RDWR | O_CREAT | O_EXCL, 0600);
     SR_CHECK(fd >= 0);
-    struct timespec t[2] = {{.tv_sec = time(NULL) - 120}, {.tv_sec = time(NULL) - 120}};
-    SR_CHECK_EQ(futimens(fd, t), 0);
     close(fd);
+    age_file(old_tmp, 120);
     fd = open(young_tmp, O_RDWR | O_CREAT | O_EXCL, 0600);
     SR_CHECK(fd >= 0);
     close(fd);
-    make_bell(old_bell, 120);
-    make_bell(young_bell, 0);
-    SR_CHECK_EQ(dir_count(), 6); /* b's mailbox and doorbell, and the four */
+    (void)make_bell(old_bell, 120, false);
+    (void)make_bell(young_bell, 0, false);
+    int bound = make_bell(bound_bell, 120, true);
+    SR_CHECK_EQ(dir_count(), 7); /* b's mailbox and doorbell, and the five */
     struct sr_shm *a = dev_open(1, 4791);
     SR_CHECK(access(old_tmp, F_OK) != 0);
     SR_CHECK_EQ(access(young_tmp, F_OK), 0);
     SR_CHECK(access(old_bell, F_OK) != 0);
     SR_CHECK_EQ(access(young_bell, F_OK), 0);
-    SR_CHECK_EQ(dir_count(), 6); /* the two old ones out, a's two in */
+    SR_CHECK_EQ(access(bound_bell, F_OK), 0);
+    SR_CHECK_EQ(access(b_bell, F_OK), 0);
+    SR_CHECK_EQ(dir_count(), 7); /* the two old ones out, a's two in */
+    struct pkt p;                /* b's mailbox is intact: a reaches it */
+    SR_CHECK_EQ(xsend(a, pkt_make(&p, 2, 0, 10, 0)), 0);
+    struct rx r = {.len = {10}};
+    SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 64), 1);
+    close(bound);
     unlink(young_tmp);
     unlink(young_bell);
+    unlink(bound_bell);
     sr_shm_close(a);
     sr_shm_close(b);
 }

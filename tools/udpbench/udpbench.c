@@ -464,9 +464,9 @@ static ssize_t pp_recv_device(int fd, char *buf, size_t cap, size_t len)
                                        .msg_controllen = sizeof(ctl[i].buf)};
     }
     int n = recvmmsg(fd, m, idle ? 1 : VLEN, MSG_DONTWAIT, NULL);
-    idle = n < 0;
+    idle = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
     if (n < 0)
-        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+        return idle ? 0 : -1;
     for (int i = 0; i < n; i++) {
         ssize_t l = pp_len((ssize_t)m[i].msg_len, len, true);
         if (l > 0) {
@@ -597,13 +597,13 @@ static int run_pingpong(const struct opts *o)
     buf[0] = (char)PP_STOP;
     (void)pp_send(fds[0], buf, len, o->shape);
 
+    static const char *const names[] = {"pingpong", "pingack", "pingackrx"};
+    const char *name = names[o->shape];
     int rc = -1;
     if (n > 0) {
         qsort(samples, (size_t)n, sizeof(*samples), cmp_u64);
         double med = (double)samples[n / 2] / 1e3;
-        static const char *const names[] = {"pingpong", "pingack", "pingackrx"};
         static const char *const halves[] = {"", "ack_", "ackrx_"};
-        const char *name = names[o->shape];
         printf("udp_%s_%zub_rtt_us %.2f\n", name, len, med);
         printf("udp_%s_%zub_rtt_min_us %.2f\n", name, len, (double)samples[0] / 1e3);
         printf("udp_%s_%zub_rtt_p99_us %.2f\n", name, len,
@@ -613,7 +613,7 @@ static int run_pingpong(const struct opts *o)
         printf("udp_%s_lost %d\n", name, lost);
         rc = 0;
     } else {
-        fprintf(stderr, "udpbench: ping-pong (shape %d): no round trip completed\n", (int)o->shape);
+        fprintf(stderr, "udpbench: %s: no round trip completed\n", name);
     }
     close(fds[0]);
     reap(pid);

@@ -52,10 +52,10 @@ enum {
     SHM_ALIGN = 64,
     SHM_SWEEP_EVERY = 64, /* sleeps between looks for dead senders */
     /* A mailbox under its temporary name, or a doorbell without a
-     * mailbox, older than this was left by an open that died before the
-     * rename (an open takes milliseconds). Its header may be blank, so
-     * the name's pid is all it has, and a pid means nothing outside its
-     * namespace: age decides. */
+     * mailbox and with nobody bound to it, older than this was left by an
+     * open that died before the rename (an open takes milliseconds). Its
+     * header may be blank, so the name's pid is all it has, and a pid
+     * means nothing outside its namespace: age decides. */
     SHM_TMP_STALE_S = 60,
 };
 /* Unpublished bytes after which a burst is published without waiting for
@@ -206,9 +206,26 @@ static bool has_mailbox(int dir_fd, const char *name, size_t n)
     return fstatat(dir_fd, box, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
+/* Is nobody bound to the doorbell named name in s's directory? */
+static bool bell_dead(const struct sr_shm *s, const char *name)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", s->dir, name) >=
+        sizeof(sa.sun_path))
+        return false;
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    bool dead = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno == ECONNREFUSED;
+    close(fd);
+    return dead;
+}
+
 /* Removes the mailboxes (and doorbells) of this namespace whose receiver
  * died without closing its device (killed, crashed): they hold the rings
- * senders reserved. Another pid namespace's are left alone. */
+ * senders reserved. Another pid namespace's are left alone. Also removes
+ * what an open killed before its rename left: the mailbox under its
+ * temporary name and a doorbell without a mailbox. */
 static void sweep_stale(const struct sr_shm *s, unsigned long pidns)
 {
     DIR *d = opendir(s->dir);
@@ -224,13 +241,17 @@ static void sweep_stale(const struct sr_shm *s, unsigned long pidns)
             continue;
         bool is_bell = n > 5 && !strcmp(name + n - 5, ".bell");
         if (is_bell || (n > 4 && !strcmp(name + n - 4, ".tmp"))) {
-            /* a doorbell goes with its mailbox (below), or, once old, when
-             * it has none (its open died before the rename) */
-            struct stat t;
-            bool orphan = !is_bell || !has_mailbox(dirfd(d), name, n - 5);
-            if (orphan && !fstatat(dirfd(d), name, &t, AT_SYMLINK_NOFOLLOW) &&
-                (is_bell ? S_ISSOCK(t.st_mode) : S_ISREG(t.st_mode)) && t.st_uid == geteuid() &&
-                time(NULL) - t.st_mtime > SHM_TMP_STALE_S)
+            /* a doorbell goes with its mailbox (below), or when it has
+             * none and nobody is bound to it (its open died before the
+             * rename) */
+            struct stat t, now;
+            bool left = !fstatat(dirfd(d), name, &t, AT_SYMLINK_NOFOLLOW) &&
+                        (is_bell ? S_ISSOCK(t.st_mode) : S_ISREG(t.st_mode)) &&
+                        t.st_uid == geteuid() && time(NULL) - t.st_mtime > SHM_TMP_STALE_S &&
+                        (!is_bell || (!has_mailbox(dirfd(d), name, n - 5) && bell_dead(s, name)));
+            /* the name may have been taken by a new owner since */
+            if (left && !fstatat(dirfd(d), name, &now, AT_SYMLINK_NOFOLLOW) &&
+                now.st_ino == t.st_ino)
                 unlinkat(dirfd(d), name, 0);
             continue;
         }

@@ -97,10 +97,13 @@ typedef void (*sr_udp_rx_fn)(void *arg, const uint8_t *pkt, size_t len, const ui
  * waiting, or a negative SR_ERR_* on a socket error with nothing read. */
 int sr_udp_recv(struct sr_udp *u, sr_udp_rx_fn cb, void *arg, int max);
 
-/* sr_udp_recv for an application that polls for one reply (a ping-pong):
- * after a call that found the socket empty, the next reads one datagram
- * (one GRO batch) and returns, sparing the kernel's try for a second one.
- * A stream keeps its full batches with sr_udp_recv. */
+/* sr_udp_recv for an application thread polling for a reply (a
+ * ping-pong): when the last call of either function hit an empty socket,
+ * this one reads one datagram (one GRO batch) and returns, sparing the
+ * kernel's try for a second one. Otherwise, as sr_udp_recv. The cost: a
+ * second datagram already queued behind the first waits for the next
+ * call; an application that got its completion from the first and then
+ * waits elsewhere (polling memory) leaves it to the NIC thread. */
 int sr_udp_poll(struct sr_udp *u, sr_udp_rx_fn cb, void *arg, int max);
 
 /* What sr_udp_recv does with one received message, for fuzzers and tests:
