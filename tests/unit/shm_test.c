@@ -477,6 +477,15 @@ static void test_restart(void)
     sr_shm_close(b);
 }
 
+/* A packet a sends to device 2 (b) arrives. */
+static void check_reaches(struct sr_shm *a, struct sr_shm *b)
+{
+    struct pkt p;
+    SR_CHECK_EQ(xsend(a, pkt_make(&p, 2, 0, 10, 0)), 0);
+    struct rx r = {.len = {10}};
+    SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 64), 1);
+}
+
 /* A forked child that exits does not close its parent's mailbox; a FIFO
  * under a mailbox's name does not hang a device's open. */
 static void test_fork_fifo(void)
@@ -497,10 +506,7 @@ static void test_fork_fifo(void)
     alarm(20); /* a hang fails the test instead of stalling it */
     struct sr_shm *a = dev_open(1, 4791);
     alarm(0);
-    struct pkt p;
-    SR_CHECK_EQ(xsend(a, pkt_make(&p, 2, 0, 10, 0)), 0);
-    struct rx r = {.len = {10}};
-    SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 64), 1);
+    check_reaches(a, b);
     unlink(fifo);
     sr_shm_close(a);
     sr_shm_close(b);
@@ -588,10 +594,7 @@ static void test_stale_tmp(void)
     SR_CHECK_EQ(access(bound_bell, F_OK), 0);
     SR_CHECK_EQ(access(b_bell, F_OK), 0);
     SR_CHECK_EQ(dir_count(), 7); /* the two old ones out, a's two in */
-    struct pkt p;                /* b's mailbox is intact: a reaches it */
-    SR_CHECK_EQ(xsend(a, pkt_make(&p, 2, 0, 10, 0)), 0);
-    struct rx r = {.len = {10}};
-    SR_CHECK_EQ(sr_shm_recv(b, rx_cb, &r, 64), 1);
+    check_reaches(a, b);         /* b's mailbox is intact */
     close(bound);
     unlink(young_tmp);
     unlink(young_bell);
