@@ -162,17 +162,17 @@ int sr_mr_reg(struct sr_pd *pd, void *addr, size_t length, uint64_t iova, uint32
         return SR_ERR_RANGE;
     if (e->mr_cnt >= e->cfg.max_mr)
         return SR_ERR_LIMIT;
-    uint32_t idx = 0;
-    while (idx < e->cfg.max_mr && e->mrs[idx])
-        idx++;
-    /* Index 0 is skipped so that key 0 is never valid. */
-    if (idx == 0) {
-        idx = 1;
-        while (idx < e->cfg.max_mr && e->mrs[idx])
-            idx++;
-    }
-    if (idx >= e->cfg.max_mr)
+    /* The first free slot from where the last registration stopped,
+     * wrapping (next fit): registering N regions costs O(N), not O(N^2),
+     * and a freed slot (a key an application may still hold) is reused
+     * only after the others. Slot 0 is never used, so key 0 is never
+     * valid. A full table ends the search after one lap. */
+    uint32_t idx = e->mr_next;
+    for (uint32_t tries = 0; tries < e->cfg.max_mr && (idx == 0 || e->mrs[idx]); tries++)
+        idx = idx + 1 < e->cfg.max_mr ? idx + 1 : 0;
+    if (idx == 0 || e->mrs[idx])
         return SR_ERR_LIMIT;
+    e->mr_next = idx + 1 < e->cfg.max_mr ? idx + 1 : 1;
     struct sr_mr *mr = calloc(1, sizeof(*mr));
     if (!mr)
         return SR_ERR_NOMEM;

@@ -187,6 +187,7 @@ struct sr_engine {
     struct sr_mr **mrs; /* index = key >> 8 */
     uint8_t *mr_tag;
     uint32_t mr_cnt;
+    uint32_t mr_next;   /* where the search for a free slot starts */
     struct sr_qp **qps; /* index = qpn - SR_QPN_BASE */
     uint32_t qp_cnt;
     uint32_t qp_hint;

@@ -1641,11 +1641,59 @@ static void test_cq_overflow_and_limits(void)
     h_fini(&h);
 }
 
+/* MR slots are taken next fit: a freed slot (a key the application may
+ * still hold) comes back only after every other free one, the search
+ * wraps past the end, slot 0 (key 0) is never used, and a full table says
+ * so. Keys are the slot << 8 | a tag. */
+static void test_mr_slots(void)
+{
+    enum { MAX = 8 };
+    struct sr_engine_cfg cfg = {
+        .ops = {.tx = h_tx, .async_event = h_async}, .ops_ctx = &h_ctx[0], .max_mr = MAX};
+    h_gid(cfg.gid, 0);
+    struct sr_engine *e = NULL;
+    struct sr_pd *pd = NULL;
+    SR_CHECK_EQ(sr_engine_create(&cfg, &e), 0);
+    if (!e)
+        return;
+    SR_CHECK_EQ(sr_pd_alloc(e, &pd), 0);
+    struct sr_mr *m[MAX] = {0}, *extra = NULL;
+    for (int i = 1; i < MAX; i++) {
+        SR_CHECK_EQ(sr_mr_reg(pd, mem[0], 64, 0, 0, &m[i]), 0);
+        SR_CHECK_EQ(sr_mr_lkey(m[i]) >> 8, (uint32_t)i);
+    }
+    SR_CHECK_EQ(sr_mr_reg(pd, mem[0], 64, 0, 0, &extra), SR_ERR_LIMIT);
+    /* free 5, then 3: the search, back at 1 after the last slot, finds 3,
+     * then 5 */
+    uint32_t stale5 = sr_mr_lkey(m[5]);
+    sr_mr_dereg(m[5]);
+    sr_mr_dereg(m[3]);
+    SR_CHECK_EQ(sr_mr_reg(pd, mem[0], 64, 0, 0, &m[3]), 0);
+    SR_CHECK_EQ(sr_mr_lkey(m[3]) >> 8, 3u);
+    SR_CHECK_EQ(sr_mr_reg(pd, mem[0], 64, 0, 0, &m[5]), 0);
+    SR_CHECK_EQ(sr_mr_lkey(m[5]) >> 8, 5u);
+    SR_CHECK(sr_mr_lkey(m[5]) != stale5); /* a new tag */
+    SR_CHECK_EQ(sr_mr_reg(pd, mem[0], 64, 0, 0, &extra), SR_ERR_LIMIT);
+    /* with several free, a freed slot waits its turn: 2 and 6 free, the
+     * search at 6 takes 6, then 2, though 2 was freed first */
+    sr_mr_dereg(m[2]);
+    sr_mr_dereg(m[6]);
+    SR_CHECK_EQ(sr_mr_reg(pd, mem[0], 64, 0, 0, &m[6]), 0);
+    SR_CHECK_EQ(sr_mr_lkey(m[6]) >> 8, 6u);
+    SR_CHECK_EQ(sr_mr_reg(pd, mem[0], 64, 0, 0, &m[2]), 0);
+    SR_CHECK_EQ(sr_mr_lkey(m[2]) >> 8, 2u);
+    for (int i = 1; i < MAX; i++)
+        sr_mr_dereg(m[i]);
+    SR_CHECK_EQ(sr_pd_free(pd), 0);
+    sr_engine_destroy(e);
+}
+
 int main(void)
 {
     mem[0] = malloc(MEM);
     mem[1] = malloc(MEM);
     SR_RUN(test_qp_state);
+    SR_RUN(test_mr_slots);
     SR_RUN(test_ops);
     SR_RUN(test_stream);
     SR_RUN(test_errors);
