@@ -160,13 +160,14 @@ int sr_mr_reg(struct sr_pd *pd, void *addr, size_t length, uint64_t iova, uint32
         return SR_ERR_INVAL;
     if (iova + length < iova)
         return SR_ERR_RANGE;
-    if (e->mr_cnt >= e->cfg.max_mr)
-        return SR_ERR_LIMIT;
+    if (e->mr_cnt + 1 >= e->cfg.max_mr)
+        return SR_ERR_LIMIT; /* slot 0 is never used: max_mr - 1 fit */
     /* The first free slot from where the last registration stopped,
      * wrapping (next fit): registering N regions costs O(N), not O(N^2),
-     * and a freed slot (a key an application may still hold) is reused
-     * only after the others. Slot 0 is never used, so key 0 is never
-     * valid. A full table ends the search after one lap. */
+     * and a freed slot (a key an application may still hold) comes back
+     * when the search next reaches it, usually a lap later, rather than
+     * at the next registration. Slot 0 is never used, so key 0 is never
+     * valid. */
     uint32_t idx = e->mr_next;
     for (uint32_t tries = 0; tries < e->cfg.max_mr && (idx == 0 || e->mrs[idx]); tries++)
         idx = idx + 1 < e->cfg.max_mr ? idx + 1 : 0;

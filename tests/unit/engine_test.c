@@ -1641,15 +1641,23 @@ static void test_cq_overflow_and_limits(void)
     h_fini(&h);
 }
 
-/* MR slots are taken next fit: a freed slot (a key the application may
- * still hold) comes back only after every other free one, the search
- * wraps past the end, slot 0 (key 0) is never used, and a full table says
- * so. Keys are the slot << 8 | a tag. */
+static int tx_none(void *ctx, const struct sr_tx_pkt *pkt)
+{
+    (void)ctx;
+    (void)pkt;
+    SR_CHECK(!"no packet expected");
+    return 0;
+}
+
+/* MR slots are taken next fit: the search starts after the last slot
+ * taken and wraps past the end, so a freed slot (a key the application
+ * may still hold) comes back when the search reaches it, not at the next
+ * registration; slot 0 (key 0) is never used, and a full table says so.
+ * Keys are the slot << 8 | a tag. */
 static void test_mr_slots(void)
 {
     enum { MAX = 8 };
-    struct sr_engine_cfg cfg = {
-        .ops = {.tx = h_tx, .async_event = h_async}, .ops_ctx = &h_ctx[0], .max_mr = MAX};
+    struct sr_engine_cfg cfg = {.ops = {.tx = tx_none}, .max_mr = MAX};
     h_gid(cfg.gid, 0);
     struct sr_engine *e = NULL;
     struct sr_pd *pd = NULL;
@@ -1674,8 +1682,8 @@ static void test_mr_slots(void)
     SR_CHECK_EQ(sr_mr_lkey(m[5]) >> 8, 5u);
     SR_CHECK(sr_mr_lkey(m[5]) != stale5); /* a new tag */
     SR_CHECK_EQ(sr_mr_reg(pd, mem[0], 64, 0, 0, &extra), SR_ERR_LIMIT);
-    /* with several free, a freed slot waits its turn: 2 and 6 free, the
-     * search at 6 takes 6, then 2, though 2 was freed first */
+    /* the search goes on from 6: with 2 and 6 free it takes 6, then 2
+     * (lowest first would take 2 at once) */
     sr_mr_dereg(m[2]);
     sr_mr_dereg(m[6]);
     SR_CHECK_EQ(sr_mr_reg(pd, mem[0], 64, 0, 0, &m[6]), 0);
@@ -1686,6 +1694,26 @@ static void test_mr_slots(void)
         sr_mr_dereg(m[i]);
     SR_CHECK_EQ(sr_pd_free(pd), 0);
     sr_engine_destroy(e);
+    /* the smallest tables: 1 holds none (slot 0 only), 2 holds slot 1 */
+    for (uint32_t max = 1; max <= 2; max++) {
+        cfg.max_mr = max;
+        e = NULL;
+        SR_CHECK_EQ(sr_engine_create(&cfg, &e), 0);
+        if (!e)
+            continue;
+        SR_CHECK_EQ(sr_pd_alloc(e, &pd), 0);
+        struct sr_mr *one = NULL;
+        for (int round = 0; round < 3; round++) {
+            SR_CHECK_EQ(sr_mr_reg(pd, mem[0], 64, 0, 0, &one), max == 1 ? SR_ERR_LIMIT : 0);
+            if (max == 2) {
+                SR_CHECK_EQ(sr_mr_lkey(one) >> 8, 1u);
+                SR_CHECK_EQ(sr_mr_reg(pd, mem[0], 64, 0, 0, &extra), SR_ERR_LIMIT);
+                sr_mr_dereg(one);
+            }
+        }
+        SR_CHECK_EQ(sr_pd_free(pd), 0);
+        sr_engine_destroy(e);
+    }
 }
 
 int main(void)

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <linux/sock_diag.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -676,6 +677,35 @@ out:
     sr_udp_close(b);
 }
 
+/* Bytes queued in fd's receive buffer (SO_MEMINFO), 0 if unknown. */
+static uint32_t rx_queued(int fd)
+{
+    uint32_t mi[SK_MEMINFO_VARS] = {0};
+    socklen_t len = sizeof(mi);
+    return getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi, &len) ? 0 : mi[SK_MEMINFO_RMEM_ALLOC];
+}
+
+/* Sends n 64-byte SEND ONLYs, PSN psn.., from a to b, and waits (WAIT_MS
+ * at most) until all of them are queued at b: one's share of b's receive
+ * buffer is known from the first, received alone and left queued. */
+static void send_and_wait(struct sr_udp *a, struct sr_udp *b, uint32_t psn, int n)
+{
+    uint32_t one = 0;
+    for (int i = 0; i < n; i++) {
+        struct sr_pkt p;
+        make_pkt(&p, SR_OP_RC | SR_OP_SEND_ONLY, psn + (uint32_t)i, pattern, 64);
+        SR_CHECK_EQ(dev_send(a, &p, sr_udp_addr(b), 1), 0);
+        if (i == 0) {
+            struct pollfd pfd = {.fd = sr_udp_fd(b), .events = POLLIN};
+            SR_CHECK_EQ(poll(&pfd, 1, WAIT_MS), 1);
+            one = rx_queued(sr_udp_fd(b));
+        }
+    }
+    for (int ms = 0; ms < WAIT_MS && rx_queued(sr_udp_fd(b)) < (uint32_t)n * one; ms++)
+        usleep(1000);
+    SR_CHECK(one > 0 && rx_queued(sr_udp_fd(b)) >= (uint32_t)n * one);
+}
+
 /* sr_udp_poll: after a call that found the socket empty it reads one
  * datagram and returns, the rest staying queued for the next call, which
  * reads its full batch again; sr_udp_recv always reads up to its batch. */
@@ -691,24 +721,11 @@ static void test_poll_after_idle(void)
         bool poll_fn = round == 0;
         int (*rx)(struct sr_udp *, sr_udp_rx_fn, void *, int) = poll_fn ? sr_udp_poll : sr_udp_recv;
         SR_CHECK_EQ(rx(b, rx_log_cb, log, 16), 0); /* empty: idle */
-        for (int i = 0; i < 3; i++) {
-            struct sr_pkt p;
-            make_pkt(&p, SR_OP_RC | SR_OP_SEND_ONLY, 100u + (uint32_t)i, pattern, 64);
-            SR_CHECK_EQ(dev_send(a, &p, sr_udp_addr(b), 1), 0);
-        }
-        struct pollfd pfd = {.fd = sr_udp_fd(b), .events = POLLIN};
-        SR_CHECK_EQ(poll(&pfd, 1, WAIT_MS), 1);
-        usleep(
-            20000); /* all three queued (loopback delivers at once, unless softirqs are threads) */
+        send_and_wait(a, b, 100, 3);
         log->n = 0;
-        int first = rx(b, rx_log_cb, log, 16);
-        SR_CHECK_EQ(first, poll_fn ? 1 : 3);
+        SR_CHECK_EQ(rx(b, rx_log_cb, log, 16), poll_fn ? 1 : 3);
         if (poll_fn) /* not idle any more: the others in one call */
             SR_CHECK_EQ(rx(b, rx_log_cb, log, 16), 2);
-        for (int k = 0; k < 100 && log->n < 3; k++) { /* whatever a slow delivery left */
-            if (rx(b, rx_log_cb, log, 16) == 0)
-                usleep(1000);
-        }
         SR_CHECK_EQ(log->n, 3);
         for (int i = 0; i < 3 && i < log->n; i++)
             SR_CHECK_EQ(sr_get_be24(log->pkt[i].data + 9), 100u + (uint32_t)i);
