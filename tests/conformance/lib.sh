@@ -48,14 +48,7 @@ sr_netns_pair() {
   local nsa=$1 nsb=$2 ifa=$3 ifb=$4 addra=$5 addrb=$6
   [ "$(id -u)" -eq 0 ] || { echo "SKIP: not root"; exit $SKIP; }
   ip netns add "$nsa" && ip netns add "$nsb" || { echo "SKIP: cannot create namespaces"; exit $SKIP; }
-  # each namespace's inode names its devices' mailboxes; a descriptor held
-  # on it keeps the number from being reused before sr_netns_del
-  local ns fd
-  for ns in "$nsa" "$nsb"; do
-    exec {fd}<"/run/netns/$ns" || continue
-    SR_NETNS_FDS="${SR_NETNS_FDS:-} $fd"
-    SR_NETNS_INODES="${SR_NETNS_INODES:-} $(stat -L -c %i "/proc/self/fd/$fd")"
-  done
+  sr_netns_track "$nsa" "$nsb"
   ip link add name "$ifa" netns "$nsa" type veth peer name "$ifb" netns "$nsb" ||
     { echo "SKIP: no veth"; exit $SKIP; }
   ip -n "$nsa" addr add "$addra/24" dev "$ifa" && ip -n "$nsb" addr add "$addrb/24" dev "$ifb" &&
@@ -64,10 +57,22 @@ sr_netns_pair() {
     { echo "FAIL: cannot configure the veth pair"; exit 1; }
 }
 
+# sr_netns_track NS...: remembers named namespaces for sr_netns_del. Each
+# namespace's inode names its devices' shared-memory mailboxes; a
+# descriptor held on it keeps the number from being reused before then.
+sr_netns_track() {
+  local ns fd
+  for ns in "$@"; do
+    exec {fd}<"/run/netns/$ns" || continue
+    SR_NETNS_FDS="${SR_NETNS_FDS:-} $fd"
+    SR_NETNS_INODES="${SR_NETNS_INODES:-} $(stat -L -c %i "/proc/self/fd/$fd")"
+  done
+}
+
 # sr_netns_del NS...: removes the namespaces that exist (cleanup traps),
-# and the shared-memory mailboxes that devices in any namespace
-# sr_netns_pair made left behind (a killed process's: no later device in
-# that namespace will sweep them). Call it once the processes are gone.
+# and the shared-memory mailboxes that devices left behind in any
+# namespace sr_netns_track remembered (a killed process's: no later device
+# in that namespace will sweep them). Call it once the processes are gone.
 sr_netns_del() {
   local ns ino fd
   for ino in ${SR_NETNS_INODES:-}; do

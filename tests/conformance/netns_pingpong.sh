@@ -54,8 +54,7 @@ out=$(mktemp -d)
 srv=
 cleanup() {
   if [ -n "$srv" ]; then kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null; fi
-  ip netns del "$nsa" 2>/dev/null
-  ip netns del "$nsb" 2>/dev/null
+  sr_netns_del "$nsa" "$nsb"
   rm -rf "$out"
 }
 trap cleanup EXIT
@@ -64,6 +63,7 @@ trap 'exit 1' INT TERM HUP
 if ! ip netns add "$nsa" 2>"$out/err" || ! ip netns add "$nsb" 2>>"$out/err"; then
   echo "SKIP: cannot create network namespaces: $(cat "$out/err")"; exit $SKIP
 fi
+sr_netns_track "$nsa" "$nsb"
 # a kernel without veth (or a restricted container) is the environment's
 # limit, not softrdma's: skip too
 if ! { ip link add name "$va" netns "$nsa" type veth peer name "$vb" netns "$nsb" &&
