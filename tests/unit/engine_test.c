@@ -1641,6 +1641,14 @@ static void test_cq_overflow_and_limits(void)
     h_fini(&h);
 }
 
+/* Registers a 64-byte MR in pd and checks it took slot (key >> 8). */
+static void reg_at(struct sr_pd *pd, struct sr_mr **m, uint32_t slot)
+{
+    SR_CHECK_EQ(sr_mr_reg(pd, mem[0], 64, 0, 0, m), 0);
+    if (*m)
+        SR_CHECK_EQ(sr_mr_lkey(*m) >> 8, slot);
+}
+
 static int tx_none(void *ctx, const struct sr_tx_pkt *pkt)
 {
     (void)ctx;
@@ -1666,30 +1674,24 @@ static void test_mr_slots(void)
         return;
     SR_CHECK_EQ(sr_pd_alloc(e, &pd), 0);
     struct sr_mr *m[MAX] = {0}, *extra = NULL;
-    for (int i = 1; i < MAX; i++) {
-        SR_CHECK_EQ(sr_mr_reg(pd, mem[0], 64, 0, 0, &m[i]), 0);
-        SR_CHECK_EQ(sr_mr_lkey(m[i]) >> 8, (uint32_t)i);
-    }
+    for (int i = 1; i < MAX; i++)
+        reg_at(pd, &m[i], (uint32_t)i);
     SR_CHECK_EQ(sr_mr_reg(pd, mem[0], 64, 0, 0, &extra), SR_ERR_LIMIT);
     /* free 5, then 3: the search, back at 1 after the last slot, finds 3,
      * then 5 */
     uint32_t stale5 = sr_mr_lkey(m[5]);
     sr_mr_dereg(m[5]);
     sr_mr_dereg(m[3]);
-    SR_CHECK_EQ(sr_mr_reg(pd, mem[0], 64, 0, 0, &m[3]), 0);
-    SR_CHECK_EQ(sr_mr_lkey(m[3]) >> 8, 3u);
-    SR_CHECK_EQ(sr_mr_reg(pd, mem[0], 64, 0, 0, &m[5]), 0);
-    SR_CHECK_EQ(sr_mr_lkey(m[5]) >> 8, 5u);
+    reg_at(pd, &m[3], 3);
+    reg_at(pd, &m[5], 5);
     SR_CHECK(sr_mr_lkey(m[5]) != stale5); /* a new tag */
     SR_CHECK_EQ(sr_mr_reg(pd, mem[0], 64, 0, 0, &extra), SR_ERR_LIMIT);
     /* the search goes on from 6: with 2 and 6 free it takes 6, then 2
      * (lowest first would take 2 at once) */
     sr_mr_dereg(m[2]);
     sr_mr_dereg(m[6]);
-    SR_CHECK_EQ(sr_mr_reg(pd, mem[0], 64, 0, 0, &m[6]), 0);
-    SR_CHECK_EQ(sr_mr_lkey(m[6]) >> 8, 6u);
-    SR_CHECK_EQ(sr_mr_reg(pd, mem[0], 64, 0, 0, &m[2]), 0);
-    SR_CHECK_EQ(sr_mr_lkey(m[2]) >> 8, 2u);
+    reg_at(pd, &m[6], 6);
+    reg_at(pd, &m[2], 2);
     for (int i = 1; i < MAX; i++)
         sr_mr_dereg(m[i]);
     SR_CHECK_EQ(sr_pd_free(pd), 0);
