@@ -27,6 +27,19 @@ static void reg_mem(struct h_pair *pr, uint32_t access)
     }
 }
 
+/* A signaled one-SGE work request to remote (in node 1's MR, mr[1]). */
+static struct sr_send_wr signaled_wr(uint64_t id, struct sr_sge *sg, enum sr_wr_opcode op,
+                                     uint64_t remote)
+{
+    return (struct sr_send_wr){.wr_id = id,
+                               .sg_list = sg,
+                               .num_sge = 1,
+                               .opcode = op,
+                               .send_flags = SR_SEND_SIGNALED,
+                               .remote_addr = remote,
+                               .rkey = sr_mr_rkey(mr[1])};
+}
+
 struct wc_wait {
     struct sr_cq *cq;
     struct sr_wc wc[4 * SR_MAX_RD_ATOMIC];
@@ -418,13 +431,7 @@ static void test_errors(void)
         sr_qp_post_recv(pr.qp[1], &rwr);
 
         struct sr_sge sg = {(uintptr_t)mem[0], 200, sr_mr_lkey(mr[0])};
-        struct sr_send_wr ok = {.wr_id = 1,
-                                .sg_list = &sg,
-                                .num_sge = 1,
-                                .opcode = SR_WR_RDMA_WRITE,
-                                .send_flags = SR_SEND_SIGNALED,
-                                .remote_addr = (uintptr_t)mem[1] + 100000,
-                                .rkey = sr_mr_rkey(mr[1])};
+        struct sr_send_wr ok = signaled_wr(1, &sg, SR_WR_RDMA_WRITE, (uintptr_t)mem[1] + 100000);
         int first = c->kind != K_QP_ACCESS && c->kind != K_NO_ACCESS;
         if (first)
             SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &ok, h.now), 0);
@@ -535,13 +542,7 @@ static void test_fence(void)
         struct sr_recv_wr rwr = {.wr_id = 1, .sg_list = &rs, .num_sge = 1};
         SR_CHECK_EQ(sr_qp_post_recv(pr.qp[1], &rwr), 0);
         struct sr_sge sg = {(uintptr_t)mem[0], 512, sr_mr_lkey(mr[0])};
-        struct sr_send_wr rd = {.wr_id = 1,
-                                .sg_list = &sg,
-                                .num_sge = 1,
-                                .opcode = SR_WR_RDMA_READ,
-                                .send_flags = SR_SEND_SIGNALED,
-                                .remote_addr = (uintptr_t)mem[1],
-                                .rkey = sr_mr_rkey(mr[1])};
+        struct sr_send_wr rd = signaled_wr(1, &sg, SR_WR_RDMA_READ, (uintptr_t)mem[1]);
         struct sr_sge sg2 = {(uintptr_t)mem[0] + 4096, 64, sr_mr_lkey(mr[0])};
         struct sr_send_wr snd = {.wr_id = 2,
                                  .sg_list = &sg2,
@@ -696,13 +697,7 @@ static void test_retry_exceeded(void)
     reg_mem(&pr, 15);
     h.filter = f_all;
     struct sr_sge sg = {(uintptr_t)mem[0], 5000, sr_mr_lkey(mr[0])};
-    struct sr_send_wr wr = {.wr_id = 1,
-                            .sg_list = &sg,
-                            .num_sge = 1,
-                            .opcode = SR_WR_RDMA_WRITE,
-                            .send_flags = SR_SEND_SIGNALED,
-                            .remote_addr = (uintptr_t)mem[1],
-                            .rkey = sr_mr_rkey(mr[1])};
+    struct sr_send_wr wr = signaled_wr(1, &sg, SR_WR_RDMA_WRITE, (uintptr_t)mem[1]);
     SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &wr, h.now), 0);
     wr.wr_id = 2;
     wr.opcode = SR_WR_RDMA_READ;
@@ -797,13 +792,8 @@ static void test_uc(void)
      * whole by the receiver, the others land intact. */
     for (int i = 0; i < 20; i++) {
         struct sr_sge sg = {(uintptr_t)mem[0] + (uint64_t)i * 1000, 700, sr_mr_lkey(mr[0])};
-        struct sr_send_wr wr = {.wr_id = (uint64_t)i,
-                                .sg_list = &sg,
-                                .num_sge = 1,
-                                .opcode = SR_WR_RDMA_WRITE,
-                                .send_flags = SR_SEND_SIGNALED,
-                                .remote_addr = (uintptr_t)mem[1] + (uint64_t)i * 1000,
-                                .rkey = sr_mr_rkey(mr[1])};
+        struct sr_send_wr wr =
+            signaled_wr((uint64_t)i, &sg, SR_WR_RDMA_WRITE, (uintptr_t)mem[1] + (uint64_t)i * 1000);
         SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &wr, h.now), 0);
     }
     struct sr_wc wc[20];
@@ -1215,13 +1205,7 @@ static void ack_hold_from_end(uint8_t timeout)
     h.filter = f_log_late_last;
     pattern(mem[0], LEN, 7);
     struct sr_sge sg = {(uintptr_t)mem[0], LEN, sr_mr_lkey(mr[0])};
-    struct sr_send_wr wr = {.wr_id = 1,
-                            .sg_list = &sg,
-                            .num_sge = 1,
-                            .opcode = SR_WR_RDMA_WRITE,
-                            .send_flags = SR_SEND_SIGNALED,
-                            .remote_addr = (uintptr_t)mem[1] + 4096,
-                            .rkey = sr_mr_rkey(mr[1])};
+    struct sr_send_wr wr = signaled_wr(1, &sg, SR_WR_RDMA_WRITE, (uintptr_t)mem[1] + 4096);
     uint64_t sent = h.now;
     SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &wr, h.now), 0);
     /* the rest arrives at sent + 1 us, the LAST at sent + 51 us */
@@ -1302,13 +1286,7 @@ static void test_read_fence(void)
     memcpy(before, x, LEN);
     struct sr_sge rsg = {(uintptr_t)got, LEN, sr_mr_lkey(mr[0])};
     struct sr_sge wsg = {(uintptr_t)newer, LEN, sr_mr_lkey(mr[0])};
-    struct sr_send_wr rd = {.wr_id = 1,
-                            .sg_list = &rsg,
-                            .num_sge = 1,
-                            .opcode = SR_WR_RDMA_READ,
-                            .send_flags = SR_SEND_SIGNALED,
-                            .remote_addr = (uintptr_t)x,
-                            .rkey = sr_mr_rkey(mr[1])};
+    struct sr_send_wr rd = signaled_wr(1, &rsg, SR_WR_RDMA_READ, (uintptr_t)x);
     struct sr_send_wr wr = rd;
     wr.wr_id = 2;
     wr.sg_list = &wsg;
@@ -1513,13 +1491,7 @@ static void test_sqd_rewind(void)
     reg_mem(&pr, 15);
     pattern(mem[0], 8192, 3);
     struct sr_sge sg = {(uintptr_t)mem[0], 8192, sr_mr_lkey(mr[0])};
-    struct sr_send_wr wr = {.wr_id = 5,
-                            .sg_list = &sg,
-                            .num_sge = 1,
-                            .opcode = SR_WR_RDMA_WRITE,
-                            .send_flags = SR_SEND_SIGNALED,
-                            .remote_addr = (uintptr_t)mem[1],
-                            .rkey = sr_mr_rkey(mr[1])};
+    struct sr_send_wr wr = signaled_wr(5, &sg, SR_WR_RDMA_WRITE, (uintptr_t)mem[1]);
     SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &wr, h.now), 0); /* 4 of its 8 packets go */
     struct sr_qp_attr a = {.qp_state = SR_QPS_SQD};
     SR_CHECK_EQ(sr_qp_modify(pr.qp[0], &a, SR_QP_STATE | SR_QP_EN_SQD_ASYNC_NOTIFY, h.now), 0);
