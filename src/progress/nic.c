@@ -517,7 +517,6 @@ int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out)
     if (err)
         goto err_free;
     struct sr_engine_cfg ec = cfg->engine;
-    ec.whole_writes = cfg->whole_writes;
     memcpy(ec.gid, sr_udp_addr(nic->udp), 16);
     nic->user_ops = cfg->engine.ops;
     nic->user_ctx = cfg->engine.ops_ctx;

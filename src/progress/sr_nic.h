@@ -31,10 +31,6 @@ struct sr_nic_cfg {
     /* No shared-memory driver: every packet goes through UDP (and its
      * fault injection). */
     bool no_shm;
-    /* RC RDMA WRITEs of several packets go over UDP as IBTA's FIRST, MIDDLE
-     * and LAST packets; without this, as one WRITE ONLY per packet, which
-     * GSO sends in one train (sr_engine_cfg.whole_writes). */
-    bool whole_writes;
     const char *shm_dir; /* mailboxes' directory; NULL: /dev/shm */
 };
 

@@ -195,7 +195,7 @@ int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_n
         cfg.udp.fault = dev->cfg.fault;
         cfg.udp.no_gso = dev->cfg.no_gso;
         cfg.no_shm = dev->cfg.no_shm;
-        cfg.whole_writes = dev->cfg.whole_writes;
+        cfg.engine.whole_writes = dev->cfg.whole_writes;
         cfg.spin_ns = (uint64_t)dev->cfg.spin_us * 1000;
         cfg.engine.ack_delay_ns = (uint64_t)dev->cfg.ack_delay_us * 1000;
         cfg.handoff_ns = (uint64_t)dev->cfg.handoff_us * 1000;
