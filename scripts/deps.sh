@@ -7,6 +7,7 @@ pkgs=(
   build-essential cmake clang libclang-rt-14-dev python3  # build, sanitizers, libFuzzer
   tshark                                                  # RoCEv2 dissection in tests
   libibverbs-dev ibverbs-utils perftest                   # verbs ABI header, conformance clients
+  librdmacm-dev rdmacm-utils                              # rdma_cm ABI header and clients
   iproute2 ethtool                                        # network namespaces, veth offloads for two-host tests
   gnuplot-nox                                             # srccl-perf --plot (test srccl.perf.plot)
 )

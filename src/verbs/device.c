@@ -609,7 +609,7 @@ SV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 /* ---- sysfs emulation: the clients read a few files of the device ---- */
 /* Exported by libibverbs but declared only in rdma-core's private headers. */
 SV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
-SV_EXPORT int ibv_get_sysfs_path(char *buf, size_t size);
+SV_EXPORT const char *ibv_get_sysfs_path(void);
 SV_EXPORT int ibv_dontfork_range(void *base, size_t size);
 SV_EXPORT int ibv_dofork_range(void *base, size_t size);
 
@@ -647,10 +647,11 @@ SV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, 
     return (int)len;
 }
 
-SV_EXPORT int ibv_get_sysfs_path(char *buf, size_t size)
+/* rdma-core's libibverbs/sysfs.c: the sysfs mount point, which librdmacm,
+ * UCX, libfabric and Open MPI ask for before anything else. */
+SV_EXPORT const char *ibv_get_sysfs_path(void)
 {
-    int n = snprintf(buf, size, "/sys");
-    return n < (int)size ? 0 : -1;
+    return "/sys";
 }
 
 /* ---- strings ---- */
