@@ -9,6 +9,7 @@ enum {
     DEF_MAX_QP = 16384,
     DEF_MAX_CQ = 16384,
     DEF_MAX_MR = 65536,
+    DEF_MAX_MW = 65536,
     DEF_MAX_PD = 4096,
     DEF_MAX_SRQ = 4096,
     DEF_MAX_CQE = 1 << 22,
@@ -50,6 +51,7 @@ int sr_engine_create(const struct sr_engine_cfg *cfg, struct sr_engine **out)
     e->cfg.max_qp = DEF(cfg->max_qp, DEF_MAX_QP);
     e->cfg.max_cq = DEF(cfg->max_cq, DEF_MAX_CQ);
     e->cfg.max_mr = DEF(cfg->max_mr, DEF_MAX_MR);
+    e->cfg.max_mw = DEF(cfg->max_mw, DEF_MAX_MW);
     e->cfg.max_pd = DEF(cfg->max_pd, DEF_MAX_PD);
     e->cfg.max_srq = DEF(cfg->max_srq, DEF_MAX_SRQ);
     e->cfg.max_cqe = DEF(cfg->max_cqe, DEF_MAX_CQE);
@@ -59,7 +61,9 @@ int sr_engine_create(const struct sr_engine_cfg *cfg, struct sr_engine **out)
     if (e->cfg.port_mtu < SR_MIN_PMTU || e->cfg.port_mtu > SR_MAX_PMTU ||
         (e->cfg.port_mtu & (e->cfg.port_mtu - 1)))
         goto err_free;
-    if (e->cfg.max_qp > (SR_PSN_MASK - SR_QPN_BASE) || e->cfg.max_mr > (1u << 24))
+    /* region and window keys: 23 bits of index, SR_MW_KEY_BIT, 8 of tag */
+    if (e->cfg.max_qp > (SR_PSN_MASK - SR_QPN_BASE) || e->cfg.max_mr > (1u << 23) ||
+        e->cfg.max_mw > (1u << 23))
         goto err_free;
     e->mrs = calloc(e->cfg.max_mr, sizeof(*e->mrs));
     e->mr_tag = calloc(e->cfg.max_mr, 1);
@@ -88,6 +92,7 @@ void sr_engine_destroy(struct sr_engine *e)
     for (uint32_t i = 0; i < e->cfg.max_qp; i++)
         if (e->qps[i])
             sr_qp_destroy(e->qps[i]);
+    sr_mw_free_all(e);
     for (uint32_t i = 0; i < e->cfg.max_mr; i++)
         free(e->mrs[i]);
     while (e->srqs) {
@@ -195,6 +200,8 @@ int sr_mr_reg(struct sr_pd *pd, void *addr, size_t length, uint64_t iova, uint32
 int sr_mr_dereg(struct sr_mr *mr)
 {
     struct sr_engine *e = mr->pd->eng;
+    if (mr->mw_cnt)
+        return SR_ERR_INVAL; /* IBA 10.6.7.2.6, and rxe's EINVAL */
     e->mrs[mr->key >> 8] = NULL;
     e->mr_cnt--;
     mr->pd->refcnt--;

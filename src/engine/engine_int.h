@@ -33,7 +33,25 @@ struct sr_mr {
     uint64_t iova;
     uint64_t length;
     uint32_t access;
-    uint32_t key; /* lkey == rkey: table index << 8 | tag */
+    uint32_t key;    /* lkey == rkey: table index << 8 | tag */
+    uint32_t mw_cnt; /* memory windows bound to it */
+};
+
+/* A memory window's R_Key has SR_MW_KEY_BIT set: the responder tells it
+ * from a region's key by that bit, and a window's key never works as an
+ * L_Key (IBA 10.6.7: windows grant remote access only). */
+#define SR_MW_KEY_BIT 0x80000000u
+#define SR_MW_IDX(k)  (((k) & ~SR_MW_KEY_BIT) >> 8)
+
+struct sr_mw {
+    struct sr_pd *pd;
+    struct sr_mr *mr; /* bound to it; NULL: unbound (type 2: Free) */
+    struct sr_qp *qp; /* type 2: the QP it was bound through */
+    uint64_t addr, length;
+    uint32_t access;
+    uint32_t handle; /* SR_MW_KEY_BIT | index << 8 | tag, fixed at allocation */
+    uint32_t rkey;   /* handle with the consumer's key in the low 8 bits */
+    uint8_t type;
 };
 
 struct sr_cq {
@@ -123,6 +141,7 @@ struct sr_qp {
     bool sq_sig_all;
     void *user;
     uint16_t src_port;
+    uint32_t mw_cnt; /* type 2 memory windows bound through it */
 
     /* send queue: ring of max_send_wr, absolute indices head..tail */
     struct sr_swqe *sq;
@@ -188,6 +207,9 @@ struct sr_engine {
     uint8_t *mr_tag;
     uint32_t mr_cnt;
     uint32_t mr_next;   /* where the search for a free slot starts */
+    struct sr_mw **mws; /* index = SR_MW_IDX(key) */
+    uint8_t *mw_tag;
+    uint32_t mw_cnt, mw_next;
     struct sr_qp **qps; /* index = qpn - SR_QPN_BASE */
     uint32_t qp_cnt;
     uint32_t qp_hint;
@@ -223,6 +245,11 @@ struct sr_mr *sr_mr_lookup(struct sr_engine *e, uint32_t key);
  * needed; returns the host pointer or NULL (IBA 9.7.5.1.? / 10.6.3). */
 uint8_t *sr_mr_check(struct sr_engine *e, struct sr_pd *pd, uint32_t key, uint64_t va, uint64_t len,
                      uint32_t access);
+/* The responder's R_Key check: rkey names a region (sr_mr_check), or a
+ * window (IBA 10.6.7) valid for qp; returns the host pointer of
+ * [va, va+len) or NULL. */
+uint8_t *sr_rkey_check(struct sr_engine *e, const struct sr_qp *qp, struct sr_pd *pd, uint32_t rkey,
+                       uint64_t va, uint64_t len, uint32_t access);
 /* Scatter data into an SGE list at byte offset off, checking each SGE with
  * LOCAL_WRITE; false on a protection or length failure. */
 bool sr_sge_scatter(struct sr_engine *e, struct sr_pd *pd, const struct sr_sge *sge,
@@ -249,6 +276,22 @@ static inline bool sr_wr_is_rd_atomic(enum sr_wr_opcode op)
 static inline bool sr_qp_reliable(const struct sr_qp *qp)
 {
     return qp->type == SR_QPT_RC || qp->type == SR_QPT_XRC_SEND || qp->type == SR_QPT_XRC_RECV;
+}
+
+/* mw.c */
+/* SR_WR_BIND_MW and SR_WR_LOCAL_INV, run when the requester reaches them. */
+enum sr_wc_status sr_mw_local_op(struct sr_qp *qp, const struct sr_send_wr *wr);
+/* The window a SEND with Invalidate arriving at qp may invalidate, or
+ * NULL when the IETH's R_Key names none. */
+struct sr_mw *sr_mw_inv_target(struct sr_engine *e, const struct sr_qp *qp, struct sr_pd *pd,
+                               uint32_t rkey, bool remote);
+void sr_mw_invalidate(struct sr_mw *mw);
+/* The QP goes away: windows bound through it are unbound. */
+void sr_mw_qp_gone(struct sr_qp *qp);
+void sr_mw_free_all(struct sr_engine *e);
+static inline bool sr_wr_is_local(enum sr_wr_opcode op)
+{
+    return op == SR_WR_BIND_MW || op == SR_WR_LOCAL_INV;
 }
 
 /* qp.c */

@@ -29,6 +29,8 @@ const char *sr_wc_status_name(enum sr_wc_status s)
         return "LOC_PROT_ERR";
     case SR_WC_WR_FLUSH_ERR:
         return "WR_FLUSH_ERR";
+    case SR_WC_MW_BIND_ERR:
+        return "MW_BIND_ERR";
     case SR_WC_BAD_RESP_ERR:
         return "BAD_RESP_ERR";
     case SR_WC_LOC_ACCESS_ERR:
@@ -197,6 +199,8 @@ err_free:
 /* Drop every reference the QP holds on other objects. */
 static void qp_release_refs(struct sr_qp *qp)
 {
+    if (qp->mw_cnt)
+        sr_mw_qp_gone(qp); /* its type 2 windows can never be used again */
     if (qp->pd)
         qp->pd->refcnt--;
     if (qp->send_cq) {
@@ -423,6 +427,10 @@ static enum sr_wc_opcode wc_opcode(enum sr_wr_opcode op)
         return SR_WC_COMP_SWAP;
     case SR_WR_ATOMIC_FETCH_AND_ADD:
         return SR_WC_FETCH_ADD;
+    case SR_WR_BIND_MW:
+        return SR_WC_BIND_MW;
+    case SR_WR_LOCAL_INV:
+        return SR_WC_LOCAL_INV;
     default:
         return SR_WC_SEND;
     }
@@ -645,6 +653,10 @@ static bool opcode_allowed(enum sr_qp_type t, enum sr_wr_opcode op)
     case SR_WR_ATOMIC_FETCH_AND_ADD:
     case SR_WR_SEND_WITH_INV:
         return t == SR_QPT_RC || t == SR_QPT_XRC_SEND;
+    case SR_WR_BIND_MW:
+    case SR_WR_LOCAL_INV:
+        /* windows open memory to RDMA, which UD does not carry */
+        return t != SR_QPT_UD;
     default:
         return false;
     }

@@ -14,6 +14,8 @@ static bool is_atomic(enum sr_wr_opcode op)
 
 uint32_t sr_swqe_npkts(const struct sr_qp *qp, const struct sr_send_wr *wr, uint32_t len)
 {
+    if (sr_wr_is_local(wr->opcode))
+        return 0; /* nothing goes on the wire */
     if (qp->type == SR_QPT_UD || is_atomic(wr->opcode))
         return 1;
     uint32_t pmtu = sr_qp_pmtu(qp);
@@ -293,9 +295,34 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
     if (sr_qp_reliable(qp) && sr_psn_lt(qp->req.cur_psn, qp->comp.psn))
         sr_req_rewind(qp, qp->comp.psn);
     uint32_t window = qp->eng->cfg.window_pkts;
-    bool sent = false;
+    bool sent = false, local_done = false;
     while (qp->req.cur != qp->sq_tail && qp->attr.qp_state == s) {
         struct sr_swqe *w = sr_sq_at(qp, qp->req.cur);
+        if (sr_wr_is_local(w->wr.opcode)) {
+            /* Bind and local invalidate act when the send queue reaches
+             * them, in order, and take no PSN; they complete in order
+             * behind earlier WQEs (sr_qp_retire). A rewind that passes
+             * one again finds it done. */
+            if (w->state != SWQE_DONE) {
+                if (s == SR_QPS_SQD)
+                    break;
+                if ((w->wr.send_flags & SR_SEND_FENCE) && qp->req.rd_atomic)
+                    break; /* IBA 10.8.3.3 */
+                enum sr_wc_status st = sr_mw_local_op(qp, &w->wr);
+                if (st != SR_WC_SUCCESS) {
+                    if (qp->sq_head != qp->req.cur && sr_qp_reliable(qp))
+                        break; /* as check_local's errors: after earlier WQEs */
+                    send_queue_error(qp, w, st);
+                    return;
+                }
+                w->state = SWQE_DONE;
+                local_done = true;
+            }
+            qp->req.cur++;
+            if (qp->req.cur != qp->sq_tail)
+                qp->req.cur_psn = sr_sq_at(qp, qp->req.cur)->first_psn;
+            continue;
+        }
         /* not yet started (a rewind to the start of a WQE that was partly
          * sent does not start it again: under SQD it would stay stopped) */
         bool fresh = w->state == SWQE_POSTED && !w->shaped && qp->req.cur_psn == w->first_psn;
@@ -342,10 +369,10 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
                 qp->req.cur_psn = sr_sq_at(qp, qp->req.cur)->first_psn;
         }
     }
-    if (!sr_qp_reliable(qp)) {
+    if (!sr_qp_reliable(qp) || local_done)
         sr_qp_retire(qp);
+    if (!sr_qp_reliable(qp))
         return;
-    }
     if (sent)
         sr_resp_ack_ride(qp); /* a held ACK travels with the requests */
     if (sent && qp->comp.deadline == SR_NO_DEADLINE)

@@ -315,8 +315,8 @@ static enum resp_state duplicate(struct resp_ctx *c)
             return RS_DROP;
         const uint8_t *src = NULL;
         if (pkt->reth.dma_len) {
-            src = sr_mr_check(qp->eng, c->pd, pkt->reth.rkey, pkt->reth.va, pkt->reth.dma_len,
-                              SR_ACCESS_REMOTE_READ);
+            src = sr_rkey_check(qp->eng, qp, c->pd, pkt->reth.rkey, pkt->reth.va, pkt->reth.dma_len,
+                                SR_ACCESS_REMOTE_READ);
             if (!src)
                 return RS_DROP;
         }
@@ -426,7 +426,7 @@ static enum resp_state check_rkey(struct resp_ctx *c)
             va = pkt->reth.va;
             rkey = pkt->reth.rkey;
             len = pkt->reth.dma_len;
-            if (len && !sr_mr_check(qp->eng, c->pd, rkey, va, len, SR_ACCESS_REMOTE_WRITE))
+            if (len && !sr_rkey_check(qp->eng, qp, c->pd, rkey, va, len, SR_ACCESS_REMOTE_WRITE))
                 return RS_ERR_ACCESS;
             qp->resp.write_va = va;
             qp->resp.write_rkey = rkey;
@@ -434,25 +434,32 @@ static enum resp_state check_rkey(struct resp_ctx *c)
         }
         if (pkt->payload_len) {
             /* Re-resolved per packet: the MR may be gone by now. */
-            c->target = sr_mr_check(qp->eng, c->pd, qp->resp.write_rkey, qp->resp.write_va,
-                                    pkt->payload_len, SR_ACCESS_REMOTE_WRITE);
+            c->target = sr_rkey_check(qp->eng, qp, c->pd, qp->resp.write_rkey, qp->resp.write_va,
+                                      pkt->payload_len, SR_ACCESS_REMOTE_WRITE);
             if (!c->target)
                 return RS_ERR_ACCESS;
         }
     } else if (op_is(c, SR_OPF_READ_REQ)) {
         if (pkt->reth.dma_len) {
-            c->target = sr_mr_check(qp->eng, c->pd, pkt->reth.rkey, pkt->reth.va, pkt->reth.dma_len,
-                                    SR_ACCESS_REMOTE_READ);
+            c->target = sr_rkey_check(qp->eng, qp, c->pd, pkt->reth.rkey, pkt->reth.va,
+                                      pkt->reth.dma_len, SR_ACCESS_REMOTE_READ);
             if (!c->target)
                 return RS_ERR_ACCESS;
         }
     } else if (op_is(c, SR_OPF_ATOMIC)) {
         if (pkt->atomic.va & 7) /* IBA 9.4.5 (C9-?): atomics are 8-byte aligned */
             return RS_ERR_INV_REQ;
-        c->target = sr_mr_check(qp->eng, c->pd, pkt->atomic.rkey, pkt->atomic.va, 8,
-                                SR_ACCESS_REMOTE_ATOMIC);
+        c->target = sr_rkey_check(qp->eng, qp, c->pd, pkt->atomic.rkey, pkt->atomic.va, 8,
+                                  SR_ACCESS_REMOTE_ATOMIC);
         if (!c->target)
             return RS_ERR_ACCESS;
+    } else if (op_is(c, SR_OPF_INV)) {
+        /* SEND with Invalidate (IBA 10.6.7.2): the IETH's R_Key must
+         * name a window this QP may invalidate; else Invalid Request, and
+         * the receive completes in error. Checked before the last packet
+         * lands, so a refused message invalidates nothing. */
+        if (!sr_mw_inv_target(qp->eng, qp, c->pd, pkt->ieth_rkey, true))
+            return RS_ERR_INV_REQ;
     }
     return RS_EXECUTE;
 }
@@ -505,6 +512,11 @@ static enum resp_state execute(struct resp_ctx *c)
                 flags |= SR_WC_WITH_IMM;
                 imm = pkt->imm;
             } else if (op_is(c, SR_OPF_INV)) {
+                /* invalidated before the receive completes (checked in
+                 * check_rkey), so the consumer sees the key already dead */
+                struct sr_mw *mw = sr_mw_inv_target(qp->eng, qp, c->pd, pkt->ieth_rkey, true);
+                if (mw)
+                    sr_mw_invalidate(mw);
                 flags |= SR_WC_WITH_INV;
                 imm = pkt->ieth_rkey;
             }

@@ -32,6 +32,7 @@ struct sr_cq;
 struct sr_qp;
 struct sr_srq;
 struct sr_xrcd;
+struct sr_mw;
 
 /* ---- values shared with verbs (same numbers as IBV_*) ---- */
 enum sr_qp_type {
@@ -89,6 +90,7 @@ enum sr_wc_status {
     SR_WC_LOC_QP_OP_ERR = 2,
     SR_WC_LOC_PROT_ERR = 4,
     SR_WC_WR_FLUSH_ERR = 5,
+    SR_WC_MW_BIND_ERR = 6,
     SR_WC_BAD_RESP_ERR = 7,
     SR_WC_LOC_ACCESS_ERR = 8,
     SR_WC_REM_INV_REQ_ERR = 9,
@@ -106,6 +108,8 @@ enum sr_wc_opcode {
     SR_WC_RDMA_READ = 2,
     SR_WC_COMP_SWAP = 3,
     SR_WC_FETCH_ADD = 4,
+    SR_WC_BIND_MW = 5,
+    SR_WC_LOCAL_INV = 6,
     SR_WC_RECV = 128,
     SR_WC_RECV_RDMA_WITH_IMM = 129,
 };
@@ -152,6 +156,12 @@ enum sr_event_type {
     SR_EVENT_QP_LAST_WQE_REACHED = 16,
 };
 
+/* Memory window types (same numbers as enum ibv_mw_type). */
+enum sr_mw_type {
+    SR_MW_TYPE_1 = 1,
+    SR_MW_TYPE_2 = 2,
+};
+
 /* ---- limits ---- */
 enum {
     SR_MAX_SGE = 32,
@@ -174,6 +184,16 @@ struct sr_ah {
     uint32_t qkey;
 };
 
+/* SR_WR_BIND_MW: what to bind (IBA 10.6.7.2). */
+struct sr_bind {
+    uint32_t mw;      /* the window, by sr_mw_handle() */
+    uint32_t rkey;    /* its new R_Key: the low 8 bits are the consumer's key */
+    uint32_t mr_lkey; /* the region it opens onto; unused when length is 0 */
+    uint32_t access;  /* SR_ACCESS_REMOTE_* and SR_ACCESS_ZERO_BASED */
+    uint64_t addr;    /* start, as an iova of the region */
+    uint64_t length;  /* 0: unbind (type 1 only) */
+};
+
 struct sr_send_wr {
     uint64_t wr_id;
     const struct sr_sge *sg_list;
@@ -188,6 +208,7 @@ struct sr_send_wr {
     uint64_t swap;
     struct sr_ah ah;          /* UD only */
     uint32_t xrc_remote_srqn; /* XRC_SEND only: the target XRC SRQ */
+    struct sr_bind bind;      /* SR_WR_BIND_MW only */
 };
 
 struct sr_recv_wr {
@@ -294,6 +315,7 @@ struct sr_engine_ops {
 struct sr_engine_cfg {
     uint8_t gid[16]; /* this device's address (IPv6 or IPv4-mapped) */
     uint32_t max_qp, max_cq, max_mr, max_pd, max_srq; /* 0 = defaults */
+    uint32_t max_mw;                                  /* 0 = default */
     uint32_t max_cqe, max_qp_wr;
     uint32_t window_pkts; /* requester's cap on unacknowledged packets; 0 = default */
     uint32_t port_mtu;    /* the port's active MTU (256..4096; 0 = 4096): UD QPs use it as
@@ -359,9 +381,22 @@ int sr_pd_free(struct sr_pd *pd); /* SR_ERR_BUSY while objects use it */
 /* Register [addr, addr+length) in host memory, visible to peers at iova. */
 int sr_mr_reg(struct sr_pd *pd, void *addr, size_t length, uint64_t iova, uint32_t access,
               struct sr_mr **out);
+/* SR_ERR_INVAL while memory windows are bound to it (as rxe: IBA
+ * 10.6.7.2.6 lets a region go only once its windows are unbound). */
 int sr_mr_dereg(struct sr_mr *mr);
 uint32_t sr_mr_lkey(const struct sr_mr *mr);
 uint32_t sr_mr_rkey(const struct sr_mr *mr);
+
+/* Memory windows (IBA 10.6.7): remote access to part of a region, bound
+ * and unbound by work requests on a send queue (SR_WR_BIND_MW; type 2 also
+ * SR_WR_LOCAL_INV and a peer's SEND with Invalidate). A type 1 window is
+ * usable at once after a bind; a type 2 window is Free until bound, only
+ * the QP that bound it may be targeted with its R_Key (type 2B), and
+ * invalidation makes it Free again. Deallocation revokes the window. */
+int sr_mw_alloc(struct sr_pd *pd, enum sr_mw_type type, struct sr_mw **out);
+int sr_mw_dealloc(struct sr_mw *mw);
+uint32_t sr_mw_rkey(const struct sr_mw *mw);   /* the current R_Key */
+uint32_t sr_mw_handle(const struct sr_mw *mw); /* names it in sr_bind.mw */
 
 /* ---- completion queues ---- */
 int sr_cq_create(struct sr_engine *e, uint32_t cqe, struct sr_cq **out);

@@ -395,6 +395,11 @@ static void fill_device_attr(struct sv_device *d, struct ibv_device_attr *a)
     a->max_qp_wr = 1 << 15;
     a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT |
                           IBV_DEVICE_XRC | IBV_DEVICE_N_NOTIFY_CQ;
+    /* Memory windows: type 1 and type 2B (a type 2 window is tied to the
+     * QP and PD it was bound through), what rxe and mlx5 offer, so
+     * applications that pick a path by these bits take the common one. */
+    a->device_cap_flags |= IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+    a->max_mw = 65535; /* the engine's default window table, slot 0 unused */
     a->max_sge = SR_MAX_SGE;
     a->max_sge_rd = SR_MAX_SGE;
     a->max_cq = 16384;

@@ -104,13 +104,14 @@ SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 
 /* ---- MR ---- */
 static const unsigned int known_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                                         IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+                                         IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+                                         IBV_ACCESS_MW_BIND;
 
 static struct ibv_mr *reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
                              unsigned int access)
 {
     /* Optional-range bits (relaxed ordering, ...) are hints we may ignore;
-     * others we do not implement (MW bind, zero-based, on-demand) fail. */
+     * others we do not implement (zero-based, on-demand) fail. */
     unsigned int mandatory = access & ~(unsigned int)(IBV_ACCESS_OPTIONAL_RANGE);
     if (mandatory & ~known_access) {
         errno = EOPNOTSUPP;
@@ -821,7 +822,11 @@ static int sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
         };
         switch (wr->opcode) {
         case IBV_WR_SEND_WITH_INV:
+        case IBV_WR_LOCAL_INV:
             s.invalidate_rkey = wr->invalidate_rkey;
+            break;
+        case IBV_WR_BIND_MW:
+            err = sv_mw_bind_wr(wr->bind_mw.mw, wr->bind_mw.rkey, &wr->bind_mw.bind_info, &s);
             break;
         case IBV_WR_SEND_WITH_IMM:
         case IBV_WR_RDMA_WRITE_WITH_IMM:
@@ -847,6 +852,8 @@ static int sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
         default:
             break;
         }
+        if (err)
+            break;
         if (qp->qp_type == IBV_QPT_XRC_SEND)
             s.xrc_remote_srqn = wr->qp_type.xrc.remote_srqn;
         if (qp->qp_type == IBV_QPT_UD) {
@@ -965,4 +972,5 @@ void sv_init_ops(struct sv_context *ctx)
     ctx->vctx.close_xrcd = sv_close_xrcd;
     ctx->vctx.create_srq_ex = sv_create_srq_ex;
     ctx->vctx.get_srq_num = sv_get_srq_num;
+    sv_mw_init_ops(ctx);
 }

@@ -254,13 +254,18 @@ static void wr_unsupported(struct ibv_qp_ex *qp)
 static void wr_bind_mw(struct ibv_qp_ex *qp, struct ibv_mw *mw, uint32_t rkey,
                        const struct ibv_mw_bind_info *info)
 {
-    (void)mw, (void)rkey, (void)info;
-    wr_unsupported(qp);
+    struct sr_send_wr *w = stage(qp, SR_WR_BIND_MW);
+    if (w) {
+        int err = sv_mw_bind_wr(mw, rkey, info, w);
+        if (err)
+            qx(qp)->wr_err = err;
+    }
 }
 static void wr_local_inv(struct ibv_qp_ex *qp, uint32_t rkey)
 {
-    (void)rkey;
-    wr_unsupported(qp);
+    struct sr_send_wr *w = stage(qp, SR_WR_LOCAL_INV);
+    if (w)
+        w->invalidate_rkey = rkey;
 }
 static void wr_send_tso(struct ibv_qp_ex *qp, void *hdr, uint16_t hdr_sz, uint16_t mss)
 {

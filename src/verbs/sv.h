@@ -151,6 +151,12 @@ void sv_engine_cq_event(void *ctx, struct sr_cq *cq, bool solicited);
 void sv_engine_async_event(void *ctx, enum sr_event_type type, void *obj);
 int sv_post_send_one(struct sv_qp *q, const struct sr_send_wr *wr);
 
+/* mw.c: memory windows */
+void sv_mw_init_ops(struct sv_context *ctx);
+/* Fills s (opcode already set) for a bind of mw under the new rkey. */
+int sv_mw_bind_wr(struct ibv_mw *mw, uint32_t rkey, const struct ibv_mw_bind_info *info,
+                  struct sr_send_wr *s);
+
 /* qp_ex.c */
 void sv_qp_ex_init(struct sv_qp *q, uint64_t send_ops_flags);
 void sv_qp_ex_free(struct sv_qp *q);

@@ -271,12 +271,15 @@ struct h_qp_opts {
     uint32_t cqe;
     uint32_t max_inline;
     uint8_t max_rd_atomic;
+    struct sr_pd *pd[2]; /* the pair's PDs; NULL: new ones */
 };
 
 static void h_connect(struct harness *h, struct h_pair *pr, const struct h_qp_opts *o)
 {
     for (int i = 0; i < 2; i++) {
-        SR_CHECK_EQ(sr_pd_alloc(h->eng[i], &pr->pd[i]), 0);
+        pr->pd[i] = o->pd[i];
+        if (!pr->pd[i])
+            SR_CHECK_EQ(sr_pd_alloc(h->eng[i], &pr->pd[i]), 0);
         SR_CHECK_EQ(sr_cq_create(h->eng[i], o->cqe ? o->cqe : 4096, &pr->scq[i]), 0);
         SR_CHECK_EQ(sr_cq_create(h->eng[i], o->cqe ? o->cqe : 4096, &pr->rcq[i]), 0);
         struct sr_qp_init_attr ia = {
