@@ -51,3 +51,9 @@ if(Python3_Interpreter_FOUND)
                          TIMEOUT 180)
   endforeach()
 endif()
+
+# compat.vendor_stubs: the stubs' answers for objects of our device.
+add_executable(compat_vendor_stubs_test vendor_stubs_test.c)
+target_link_libraries(compat_vendor_stubs_test PRIVATE ibverbs stub_mlx5 stub_efa)
+add_test(NAME compat.vendor_stubs COMMAND compat_vendor_stubs_test)
+set_tests_properties(compat.vendor_stubs PROPERTIES LABELS compat TIMEOUT 60)
