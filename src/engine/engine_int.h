@@ -189,6 +189,7 @@ struct sr_engine {
     uint32_t mr_cnt;
     uint32_t mr_next;   /* where the search for a free slot starts */
     struct sr_qp **qps; /* index = qpn - SR_QPN_BASE */
+    struct sr_qp *gsi;  /* QPN 1, outside qps (sr_qp_make_gsi) */
     uint32_t qp_cnt;
     uint32_t qp_hint;
     uint32_t pd_cnt, cq_cnt, srq_cnt;
@@ -215,7 +216,7 @@ static inline void sr_engine_fence(struct sr_engine *e)
     }
 }
 
-enum { SR_QPN_BASE = 0x10 }; /* QPN 0 and 1 are the IB special QPs */
+enum { SR_QPN_BASE = 0x10, SR_QPN_GSI = 1 }; /* QPN 0 and 1 are the IB special QPs */
 
 /* engine.c */
 struct sr_mr *sr_mr_lookup(struct sr_engine *e, uint32_t key);
