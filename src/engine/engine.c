@@ -163,7 +163,9 @@ int sr_mr_reg(struct sr_pd *pd, void *addr, size_t length, uint64_t iova, uint32
     if ((access & (SR_ACCESS_REMOTE_WRITE | SR_ACCESS_REMOTE_ATOMIC)) &&
         !(access & SR_ACCESS_LOCAL_WRITE))
         return SR_ERR_INVAL;
-    if (!addr && length)
+    /* An implicit on-demand MR (address 0, the whole address space) is the
+     * one that may start at NULL. */
+    if (!addr && length && !(access & SR_ACCESS_ON_DEMAND))
         return SR_ERR_INVAL;
     if (iova + length < iova)
         return SR_ERR_RANGE;
@@ -196,6 +198,30 @@ int sr_mr_reg(struct sr_pd *pd, void *addr, size_t length, uint64_t iova, uint32
     e->mr_cnt++;
     pd->refcnt++;
     *out = mr;
+    return 0;
+}
+
+int sr_mr_rereg(struct sr_mr *mr, struct sr_pd *pd, void *addr, size_t length, uint64_t iova,
+                uint32_t access)
+{
+    /* the same rules as a registration (IBA 10.6.3.1, 11.2.8.?), checked
+     * before anything changes: a refused rereg leaves the MR as it was */
+    if ((access & (SR_ACCESS_REMOTE_WRITE | SR_ACCESS_REMOTE_ATOMIC)) &&
+        !(access & SR_ACCESS_LOCAL_WRITE))
+        return SR_ERR_INVAL;
+    if (!addr && length && !(access & SR_ACCESS_ON_DEMAND))
+        return SR_ERR_INVAL;
+    if (iova + length < iova)
+        return SR_ERR_RANGE;
+    if (pd->eng != mr->pd->eng)
+        return SR_ERR_INVAL;
+    mr->pd->refcnt--;
+    pd->refcnt++;
+    mr->pd = pd;
+    mr->addr = addr;
+    mr->length = length;
+    mr->iova = iova;
+    mr->access = access;
     return 0;
 }
 
@@ -240,7 +266,18 @@ uint8_t *sr_mr_check(struct sr_engine *e, struct sr_pd *pd, uint32_t key, uint64
     /* bounds without overflow: iova <= va and va + len <= iova + length */
     if (va < mr->iova || va - mr->iova > mr->length || len > mr->length - (va - mr->iova))
         return NULL;
-    return mr->addr + (va - mr->iova);
+    uint8_t *p = (uint8_t *)((uintptr_t)mr->addr + (uintptr_t)(va - mr->iova));
+    const uint32_t writes =
+        SR_ACCESS_LOCAL_WRITE | SR_ACCESS_REMOTE_WRITE | SR_ACCESS_REMOTE_ATOMIC;
+    if ((mr->access & SR_ACCESS_ON_DEMAND) && e->cfg.mem_ok &&
+        !e->cfg.mem_ok(p, len, (access & writes) != 0))
+        return NULL;
+    return p;
+}
+
+void *sr_mr_local(struct sr_pd *pd, uint32_t lkey, uint64_t va, uint64_t len, uint32_t access)
+{
+    return sr_mr_check(pd->eng, pd, lkey, va, len, access);
 }
 
 bool sr_sge_scatter(struct sr_engine *e, struct sr_pd *pd, const struct sr_sge *sge,
@@ -349,6 +386,17 @@ bool sr_cq_push(struct sr_cq *cq, const struct sr_wc *wc, bool solicited)
             e->cfg.ops.cq_event(e->cfg.ops_ctx, cq, solicited);
     }
     return true;
+}
+
+void sr_cq_clean(struct sr_cq *cq, uint32_t qp_num)
+{
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < cq->count; i++) {
+        const struct sr_wc *w = &cq->ring[(cq->head + i) % cq->cap];
+        if (w->qp_num != qp_num)
+            cq->ring[(cq->head + kept++) % cq->cap] = *w;
+    }
+    cq->count = kept;
 }
 
 int sr_cq_poll(struct sr_cq *cq, int n, struct sr_wc *wc)

@@ -256,6 +256,8 @@ uint8_t *sr_rkey_check(struct sr_engine *e, const struct sr_qp *qp, struct sr_pd
 bool sr_sge_scatter(struct sr_engine *e, struct sr_pd *pd, const struct sr_sge *sge,
                     uint32_t num_sge, uint32_t off, const void *data, uint32_t len);
 bool sr_cq_push(struct sr_cq *cq, const struct sr_wc *wc, bool solicited);
+/* Drop cq's completions of QP qp_num, keeping the others in order. */
+void sr_cq_clean(struct sr_cq *cq, uint32_t qp_num);
 void sr_engine_tx(struct sr_engine *e, struct sr_qp *qp, const struct sr_pkt *pkt,
                   const struct sr_iov *iov, uint32_t iov_cnt, const uint8_t *dgid);
 void sr_engine_tx_flush(struct sr_engine *e, struct sr_qp *qp, const struct sr_pkt *pkt,

@@ -520,6 +520,14 @@ void sr_qp_to_error(struct sr_qp *qp)
 static void reset_qp(struct sr_qp *qp)
 {
     sr_engine_deactivate(qp->eng, qp);
+    /* A QP back in RESET starts afresh: its completions still queued
+     * (flushed ones after an error, above all) leave its CQs, as
+     * mlx5 and rdma-core's other providers clean them, so the next user of
+     * the QP does not poll the previous life's. */
+    if (qp->send_cq)
+        sr_cq_clean(qp->send_cq, qp->qpn);
+    if (qp->recv_cq && qp->recv_cq != qp->send_cq)
+        sr_cq_clean(qp->recv_cq, qp->qpn);
     qp->sq_head = qp->sq_tail = 0;
     if (!qp->srq)
         qp->rq.head = qp->rq.count = 0;

@@ -314,6 +314,12 @@ struct sr_engine_ops {
 
 struct sr_engine_cfg {
     uint8_t gid[16]; /* this device's address (IPv6 or IPv4-mapped) */
+    /* Optional: whether [addr, addr+len) may be read (write false) or
+     * written now without a fault. Asked before every access to an
+     * on-demand MR (SR_ACCESS_ON_DEMAND), whose memory the application may
+     * never have mapped (an implicit MR spans the address space); an
+     * access it refuses fails its protection check. */
+    bool (*mem_ok)(const void *addr, uint64_t len, bool write);
     uint32_t max_qp, max_cq, max_mr, max_pd, max_srq; /* 0 = defaults */
     uint32_t max_mw;                                  /* 0 = default */
     uint32_t max_cqe, max_qp_wr;
@@ -384,6 +390,13 @@ int sr_mr_reg(struct sr_pd *pd, void *addr, size_t length, uint64_t iova, uint32
 /* SR_ERR_INVAL while memory windows are bound to it (as rxe: IBA
  * 10.6.7.2.6 lets a region go only once its windows are unbound). */
 int sr_mr_dereg(struct sr_mr *mr);
+/* Re-registration: new PD, translation and access, the keys unchanged
+ * (ibv_rereg_mr). On an error nothing changed. */
+int sr_mr_rereg(struct sr_mr *mr, struct sr_pd *pd, void *addr, size_t length, uint64_t iova,
+                uint32_t access);
+/* The host address of [va, va+len) under lkey in pd with access, or NULL
+ * (what a work request's SGE is checked with; ibv_advise_mr). */
+void *sr_mr_local(struct sr_pd *pd, uint32_t lkey, uint64_t va, uint64_t len, uint32_t access);
 uint32_t sr_mr_lkey(const struct sr_mr *mr);
 uint32_t sr_mr_rkey(const struct sr_mr *mr);
 

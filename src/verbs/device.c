@@ -9,6 +9,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -18,7 +19,28 @@
 enum {
     SV_VENDOR_ID = 0x5352, /* "SR": our own, not a hardware vendor's */
     SV_VENDOR_PART = 0x0001,
-    SV_GID_TBL_LEN = 2, /* small: perftest queries every index */
+    /* Small (perftest queries every index), with room to spare: a table
+     * with no empty slot cannot show ENODATA for one. */
+    SV_GID_TBL_LEN = 16,
+    SV_GID_USED = 4,
+};
+
+/* The GID table, shaped like a RoCE port's on an IP address (rxe, mlx5):
+ * 1 = the link-local GID as RoCE v1, 2 = the address as RoCE v1, 3 = the
+ * address as RoCE v2, so the usual `-x 3` / `-g 3` picks the address as
+ * RoCE v2. Index 0, fe80:: on a real port, is the address as RoCE v2 too:
+ * it has been softrdma's GID since the start and `-g 0` must keep working.
+ * The wire is always RoCE v2 (UDP 4791); index 1 reaches no peer and a QP
+ * cannot use it. */
+struct sv_gid_slot {
+    enum ibv_gid_type type;
+    bool link_local;
+};
+static const struct sv_gid_slot sv_gid_slots[SV_GID_USED] = {
+    {IBV_GID_TYPE_ROCE_V2, false},
+    {IBV_GID_TYPE_IB, true},
+    {IBV_GID_TYPE_IB, false},
+    {IBV_GID_TYPE_ROCE_V2, false},
 };
 
 static const char sv_ibdev_path[] = "/sys/class/infiniband/srdma0";
@@ -158,6 +180,18 @@ static struct sv_device sv_dev;
 static pthread_once_t sv_once = PTHREAD_ONCE_INIT;
 static atomic_bool sv_dev_ready;
 
+/* The node GUID: an EUI-64 with our "SR" prefix and the locally
+ * administered bit, its low 40 bits folded from the device address, so
+ * that a device on one address has one GUID in every process. */
+static __be64 guid_of(const uint8_t addr[16])
+{
+    uint64_t h = 0;
+    for (int i = 0; i < 16; i++)
+        h = (h << 8 | h >> 32) ^ addr[i];
+    h &= 0xffffffffffull;
+    return __builtin_bswap64(0x0253520000000000ull | h);
+}
+
 static void device_init(void)
 {
     struct sv_device *d = &sv_dev;
@@ -169,10 +203,13 @@ static void device_init(void)
     snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "uverbs0");
     snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path), "/sys/class/infiniband_verbs/uverbs0");
     snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path), "%s", sv_ibdev_path);
-    /* GUID: EUI-64-like, from our vendor id and the process (the device
-     * address is only claimed when the device is opened). */
-    uint64_t g = 0x02535200000000ull | ((uint64_t)getpid() & 0xffffffu);
-    d->guid = __builtin_bswap64(g);
+    /* Until the device is opened and its address known, a GUID from the
+     * configured address, or from the process (an automatic loopback
+     * address is claimed at open). */
+    if (d->cfg.addr_set)
+        d->guid = guid_of(d->cfg.addr);
+    else
+        d->guid = __builtin_bswap64(0x02535200000000ull | ((uint64_t)getpid() & 0xffffffu));
     atomic_store(&sv_dev_ready, true);
 }
 
@@ -203,9 +240,11 @@ int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_n
         cfg.engine.ops.async_event = sv_engine_async_event;
         cfg.engine.ops_ctx = dev;
         cfg.engine.port_mtu = dev->cfg.mtu;
+        cfg.engine.mem_ok = sv_mem_ok;
         err = sr_nic_open(&cfg, &dev->nic);
         if (!err) {
             memcpy(dev->gid, sr_nic_gid(dev->nic), 16);
+            dev->guid = guid_of(dev->gid);
         }
     }
     if (!err) {
@@ -357,7 +396,17 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     ctx->dev = dev;
     struct ibv_context *c = &ctx->vctx.context;
     c->device = device;
-    c->cmd_fd = -1;
+    /* A real descriptor, as a kernel provider's /dev/infiniband/uverbsN:
+     * programs poll, dup and fstat it (pyverbs, shared-PD imports). */
+    c->cmd_fd = memfd_create("softrdma-cmd", MFD_CLOEXEC);
+    if (c->cmd_fd < 0) {
+        int e = errno;
+        sv_evq_fini(&ctx->async);
+        sv_device_nic_put(dev);
+        free(ctx);
+        errno = e;
+        return NULL;
+    }
     c->async_fd = ctx->async.rfd;
     c->num_comp_vectors = 1;
     pthread_mutex_init(&c->mutex, NULL);
@@ -374,6 +423,7 @@ SV_EXPORT int ibv_close_device(struct ibv_context *context)
     struct sv_context *ctx = sv_ctx(context);
     sv_device_nic_put(ctx->dev);
     sv_evq_fini(&ctx->async);
+    close(context->cmd_fd);
     pthread_mutex_destroy(&context->mutex);
     free(ctx);
     return 0;
@@ -387,7 +437,8 @@ static void fill_device_attr(struct sv_device *d, struct ibv_device_attr *a)
     a->node_guid = d->guid;
     a->sys_image_guid = d->guid;
     a->max_mr_size = UINT64_MAX;
-    a->page_size_cap = 4096;
+    /* as a real port: 4 KiB, 2 MiB and 1 GiB pages */
+    a->page_size_cap = 4096 | (2u << 20) | (1u << 30);
     a->vendor_id = SV_VENDOR_ID;
     a->vendor_part_id = SV_VENDOR_PART;
     a->hw_ver = 1;
@@ -425,15 +476,43 @@ SV_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_at
     return 0;
 }
 
+/* The extended attributes, consistent with the legacy ones. */
+static void fill_device_attr_ex(struct ibv_device_attr_ex *x)
+{
+    x->device_cap_flags_ex = (uint32_t)x->orig_attr.device_cap_flags;
+    x->phys_port_cnt_ex = x->orig_attr.phys_port_cnt;
+    /* On-demand paging: a software NIC pins nothing, so every MR may be
+     * ODP, explicit or implicit (the whole address space); each access
+     * still goes through the key, bounds and mapping checks. */
+    uint32_t odp = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+                   IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+    x->odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+    x->odp_caps.per_transport_caps.rc_odp_caps = odp;
+    x->odp_caps.per_transport_caps.uc_odp_caps =
+        odp & ~(uint32_t)(IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC);
+    x->odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV;
+    x->xrc_odp_caps = odp;
+    /* Completion timestamps count nanoseconds: a 1 GHz "HCA clock". */
+    x->completion_timestamp_mask = UINT64_MAX;
+    x->hca_core_clock = SV_HCA_CLOCK_KHZ;
+    x->max_dm_size = SV_MAX_DM_SIZE;
+}
+
 static int sv_query_device_ex(struct ibv_context *context,
                               const struct ibv_query_device_ex_input *input,
                               struct ibv_device_attr_ex *attr, size_t attr_size)
 {
-    (void)input;
+    if (input && input->comp_mask)
+        return EINVAL;
     if (attr_size < sizeof(attr->orig_attr))
         return EINVAL;
+    struct ibv_device_attr_ex x;
+    memset(&x, 0, sizeof(x));
+    fill_device_attr(sv_ctx(context)->dev, &x.orig_attr);
+    fill_device_attr_ex(&x);
+    /* a caller built against an older header gets the prefix it knows */
     memset(attr, 0, attr_size);
-    fill_device_attr(sv_ctx(context)->dev, &attr->orig_attr);
+    memcpy(attr, &x, SR_MIN(attr_size, sizeof(x)));
     return 0;
 }
 
@@ -459,7 +538,8 @@ static void fill_port_attr(struct sv_device *d, struct ibv_port_attr *p)
     p->max_mtu = IBV_MTU_4096;
     p->active_mtu = mtu_enum(d->cfg.mtu);
     p->gid_tbl_len = SV_GID_TBL_LEN;
-    p->port_cap_flags = IBV_PORT_CM_SUP;
+    /* IP_BASED_GIDS: the GIDs come from IP addresses, as on a RoCE port */
+    p->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
     p->max_msg_sz = SR_MAX_MSG_LEN;
     p->bad_pkey_cntr = 0;
     p->qkey_viol_cntr = 0;
@@ -502,20 +582,40 @@ int ibv_query_port(struct ibv_context *context, uint8_t port_num,
                          offsetof(struct ibv_port_attr, link_layer));
 }
 
-static bool gid_ok(struct ibv_context *context, uint8_t port_num, int index)
+/* GID slot index of the device's table: the GID, false for an empty slot. */
+static bool gid_at(const struct sv_device *d, uint32_t index, uint8_t gid[16],
+                   enum ibv_gid_type *type)
 {
-    (void)context;
-    return port_num == 1 && index >= 0 && index < SV_GID_TBL_LEN;
+    if (index >= SV_GID_USED)
+        return false;
+    const struct sv_gid_slot *s = &sv_gid_slots[index];
+    if (s->link_local) {
+        /* fe80::/64 with the node GUID as interface id (IBA A16.3-style) */
+        memset(gid, 0, 16);
+        gid[0] = 0xfe;
+        gid[1] = 0x80;
+        memcpy(gid + 8, &d->guid, 8);
+    } else {
+        memcpy(gid, d->gid, 16);
+    }
+    if (type)
+        *type = s->type;
+    return true;
+}
+
+bool sv_gid_index_usable(const struct sv_device *d, uint32_t index)
+{
+    (void)d;
+    return index < SV_GID_USED && !sv_gid_slots[index].link_local;
 }
 
 SV_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index,
                             union ibv_gid *gid)
 {
-    if (!gid_ok(context, port_num, index))
+    if (port_num != 1 || index < 0 || index >= SV_GID_TBL_LEN)
         return -1;
-    memset(gid, 0, sizeof(*gid));
-    if (index == 0)
-        memcpy(gid->raw, sv_ctx(context)->dev->gid, 16);
+    if (!gid_at(sv_ctx(context)->dev, (uint32_t)index, gid->raw, NULL))
+        memset(gid, 0, sizeof(*gid)); /* an empty slot reads as zero */
     return 0;
 }
 
@@ -524,9 +624,13 @@ SV_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, 
                                  int *type);
 int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index, int *type)
 {
-    if (!gid_ok(context, port_num, (int)index))
+    uint8_t g[16];
+    enum ibv_gid_type t;
+    if (port_num != 1 || index >= SV_GID_TBL_LEN)
         return -1;
-    *type = 1;
+    if (!gid_at(sv_ctx(context)->dev, index, g, &t))
+        t = IBV_GID_TYPE_IB; /* what sysfs shows for an empty slot */
+    *type = t == IBV_GID_TYPE_ROCE_V2;
     return 0;
 }
 
@@ -537,13 +641,15 @@ SV_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, 
         return EINVAL;
     if (port_num != 1 || gid_index >= SV_GID_TBL_LEN)
         return EINVAL;
-    if (gid_index != 0)
+    uint8_t g[16];
+    enum ibv_gid_type t;
+    if (!gid_at(sv_ctx(context)->dev, gid_index, g, &t))
         return ENODATA; /* empty slot */
     memset(entry, 0, entry_size);
-    memcpy(entry->gid.raw, sv_ctx(context)->dev->gid, 16);
+    memcpy(entry->gid.raw, g, 16);
     entry->gid_index = gid_index;
     entry->port_num = port_num;
-    entry->gid_type = IBV_GID_TYPE_ROCE_V2;
+    entry->gid_type = t;
     entry->ndev_ifindex = 1; /* lo */
     return 0;
 }
@@ -553,10 +659,45 @@ SV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_g
 {
     if (flags || entry_size < sizeof(*entries))
         return -EINVAL;
-    if (max_entries < 1)
-        return -EINVAL;
-    int r = _ibv_query_gid_ex(context, 1, 0, entries, 0, entry_size);
-    return r ? -r : 1;
+    if (max_entries < SV_GID_USED)
+        return -EINVAL; /* rdma-core: the buffer must hold every valid entry */
+    for (uint32_t i = 0; i < SV_GID_USED; i++) {
+        struct ibv_gid_entry *e = (void *)((char *)entries + i * entry_size);
+        int r = _ibv_query_gid_ex(context, 1, i, e, 0, entry_size);
+        if (r)
+            return -r;
+    }
+    return SV_GID_USED;
+}
+
+/* sysfs answers about the GID table (ports/1/gids/N, gid_attrs/types/N,
+ * gid_attrs/ndevs/N), agreeing with ibv_query_gid_ex. 0 and the text in
+ * buf, or -1 for a file we do not emulate. */
+static int gid_sysfs(const struct sv_device *d, const char *file, char *buf, size_t size)
+{
+    unsigned idx;
+    int n = -1;
+    char kind[16];
+    if (sscanf(file, "ports/1/gids/%u", &idx) == 1 && idx < SV_GID_TBL_LEN) {
+        uint8_t g[16] = {0};
+        gid_at(d, idx, g, NULL); /* an empty slot reads as zero */
+        n = 0;
+        for (int i = 0; i < 16 && n >= 0 && (size_t)n < size; i += 2)
+            n += snprintf(buf + n, size - (size_t)n, "%s%02x%02x", i ? ":" : "", g[i], g[i + 1]);
+    } else if (sscanf(file, "ports/1/gid_attrs/%15[a-z]/%u", kind, &idx) == 2 &&
+               idx < SV_GID_TBL_LEN) {
+        uint8_t g[16];
+        enum ibv_gid_type t;
+        if (!gid_at(d, idx, g, &t))
+            return -1; /* the kernel answers EINVAL for an empty slot */
+        if (!strcmp(kind, "types"))
+            n = snprintf(buf, size, "%s", t == IBV_GID_TYPE_ROCE_V2 ? "RoCE v2" : "IB/RoCE v1");
+        else if (!strcmp(kind, "ndevs"))
+            n = snprintf(buf, size, "lo");
+    }
+    if (n < 0)
+        return -1;
+    return n < (int)size ? n : (int)size - 1;
 }
 
 SV_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 *pkey)
@@ -633,7 +774,7 @@ SV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, 
         else if (!strcmp(file, "hw_rev"))
             v = "1";
         if (!v)
-            return -1;
+            return gid_sysfs(sv_device_get(), file, buf, size);
         int n = snprintf(buf, size, "%s", v);
         return n < (int)size ? n : (int)size - 1;
     }

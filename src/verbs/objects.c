@@ -107,23 +107,34 @@ static const unsigned int known_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REM
                                          IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
                                          IBV_ACCESS_MW_BIND;
 
-static struct ibv_mr *reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
-                             unsigned int access)
+struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+                         unsigned int access)
 {
     /* Optional-range bits (relaxed ordering, ...) are hints we may ignore;
-     * others we do not implement (zero-based, on-demand) fail. */
+     * others we do not implement (zero-based) fail. On-demand paging
+     * needs no pinning here; addr 0 with SIZE_MAX bytes is the implicit
+     * MR, the whole address space (verbs man page ibv_reg_mr). */
     unsigned int mandatory = access & ~(unsigned int)(IBV_ACCESS_OPTIONAL_RANGE);
-    if (mandatory & ~known_access) {
+    if (mandatory & ~(known_access | IBV_ACCESS_ON_DEMAND)) {
         errno = EOPNOTSUPP;
         return NULL;
     }
+    bool implicit = (access & IBV_ACCESS_ON_DEMAND) && !addr && length == SIZE_MAX;
+    if (!implicit && (access & IBV_ACCESS_ON_DEMAND) && !addr) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (implicit)
+        iova = 0;
     struct sv_mr *m = calloc(1, sizeof(*m));
     if (!m) {
         errno = ENOMEM;
         return NULL;
     }
-    int err = LOCKED(pd->context, sr_mr_reg(sv_pd(pd)->pd, addr, length, iova,
-                                            mandatory & known_access, &m->mr));
+    uint32_t sa = mandatory & known_access;
+    if (access & IBV_ACCESS_ON_DEMAND)
+        sa |= SR_ACCESS_ON_DEMAND;
+    int err = LOCKED(pd->context, sr_mr_reg(sv_pd(pd)->pd, addr, length, iova, sa, &m->mr));
     if (err) {
         free(m);
         errno = sv_errno(err);
@@ -136,6 +147,8 @@ static struct ibv_mr *reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint6
     m->ibmr.handle = 0;
     m->ibmr.lkey = sr_mr_lkey(m->mr);
     m->ibmr.rkey = sr_mr_rkey(m->mr);
+    m->access = mandatory;
+    m->iova = iova;
     return &m->ibmr;
 }
 
@@ -143,7 +156,7 @@ static struct ibv_mr *reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint6
 SV_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access);
 struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
 {
-    return reg_mr(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
+    return sv_reg_mr(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
 }
 
 #undef ibv_reg_mr_iova
@@ -152,13 +165,13 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t l
 struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
                                int access)
 {
-    return reg_mr(pd, addr, length, iova, (unsigned int)access);
+    return sv_reg_mr(pd, addr, length, iova, (unsigned int)access);
 }
 
 SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
                                           uint64_t iova, unsigned int access)
 {
-    return reg_mr(pd, addr, length, iova, access);
+    return sv_reg_mr(pd, addr, length, iova, access);
 }
 
 SV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
@@ -169,20 +182,13 @@ SV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, s
     return NULL;
 }
 
-SV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
-                           size_t length, int access)
-{
-    (void)mr, (void)flags, (void)pd, (void)addr, (void)length, (void)access;
-    errno = EOPNOTSUPP;
-    return IBV_REREG_MR_ERR_INPUT;
-}
-
 SV_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {
     struct sv_mr *m = sr_container_of(mr, struct sv_mr, ibmr);
     int err = LOCKED(mr->context, sr_mr_dereg(m->mr));
     if (err)
         return sv_errno(err);
+    sv_mr_ex_dereg(m);
     free(m);
     return 0;
 }
@@ -640,8 +646,15 @@ SV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 
 static struct ibv_qp *sv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *ax)
 {
-    uint64_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_XRCD;
-    if (ax->comp_mask & ~known) {
+    uint64_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_XRCD |
+                     IBV_QP_INIT_ATTR_CREATE_FLAGS;
+    /* No creation flag is implemented; asking for none is fine. Send ops
+     * the ibv_wr_* API cannot post are refused now, as rxe and mlx5 do,
+     * rather than at ibv_wr_complete. */
+    bool bad_flags = (ax->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && ax->create_flags;
+    bool bad_ops = (ax->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+                   (ax->send_ops_flags & ~sv_qp_ex_ops_supported());
+    if ((ax->comp_mask & ~known) || bad_flags || bad_ops) {
         errno = EOPNOTSUPP;
         return NULL;
     }
@@ -686,7 +699,12 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int att
     a.rq_psn = attr->rq_psn;
     a.sq_psn = attr->sq_psn;
     a.dest_qp_num = attr->dest_qp_num;
-    a.qp_access_flags = (uint32_t)attr->qp_access_flags;
+    /* Bits that describe memory, not a QP's remote access (ON_DEMAND and
+     * the like, which pyverbs passes both ways), are ignored as the
+     * kernel providers ignore them. */
+    a.qp_access_flags = (uint32_t)attr->qp_access_flags &
+                        ~(uint32_t)(IBV_ACCESS_ON_DEMAND | IBV_ACCESS_ZERO_BASED |
+                                    IBV_ACCESS_HUGETLB | IBV_ACCESS_OPTIONAL_RANGE);
     a.pkey_index = attr->pkey_index;
     a.port_num = attr->port_num;
     a.timeout = attr->timeout;
@@ -697,7 +715,8 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int att
     a.max_dest_rd_atomic = attr->max_dest_rd_atomic;
     if (mask & IBV_QP_AV) {
         /* RoCE: the path is the peer's GID (a GRH is required, IBA A16/A17) */
-        if (!attr->ah_attr.is_global || attr->ah_attr.grh.sgid_index != 0)
+        if (!attr->ah_attr.is_global ||
+            !sv_gid_index_usable(sv_ctx(qp->context)->dev, attr->ah_attr.grh.sgid_index))
             return EINVAL;
         memcpy(a.dgid, attr->ah_attr.grh.dgid.raw, 16);
     }
@@ -973,4 +992,5 @@ void sv_init_ops(struct sv_context *ctx)
     ctx->vctx.create_srq_ex = sv_create_srq_ex;
     ctx->vctx.get_srq_num = sv_get_srq_num;
     sv_mw_init_ops(ctx);
+    sv_mr_ex_init_ops(ctx);
 }

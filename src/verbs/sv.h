@@ -14,6 +14,11 @@
 
 #define SV_EXPORT __attribute__((visibility("default")))
 
+enum {
+    SV_HCA_CLOCK_KHZ = 1000000,       /* timestamps are nanoseconds */
+    SV_MAX_DM_SIZE = 4 * 1024 * 1024, /* device memory: host memory in fact */
+};
+
 /* Environment, parsed once (SOFTRDMA_*). */
 struct sv_config {
     uint8_t addr[16]; /* SOFTRDMA_ADDR, IPv4-mapped or IPv6; zero = auto loopback */
@@ -71,9 +76,13 @@ struct sv_pd {
     struct sr_pd *pd;
 };
 
+struct sv_dm;
 struct sv_mr {
     struct ibv_mr ibmr;
     struct sr_mr *mr;
+    struct sv_dm *dm;    /* a device-memory MR's DM, else NULL */
+    unsigned int access; /* IBV_ACCESS_* as registered */
+    uint64_t iova;
 };
 
 struct sv_channel {
@@ -144,6 +153,8 @@ struct sv_device *sv_device_get(void);
 int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_nic **out);
 void sv_device_nic_put(struct sv_device *dev);
 void sv_async_post(struct sv_context *ctx, enum ibv_event_type type, void *obj);
+/* a GID index a QP may use as its source: one carrying the device address */
+bool sv_gid_index_usable(const struct sv_device *d, uint32_t index);
 
 /* objects.c: the context's ops and extended ops */
 void sv_init_ops(struct sv_context *ctx);
@@ -157,8 +168,19 @@ void sv_mw_init_ops(struct sv_context *ctx);
 int sv_mw_bind_wr(struct ibv_mw *mw, uint32_t rkey, const struct ibv_mw_bind_info *info,
                   struct sr_send_wr *s);
 
+/* objects.c: ibv_reg_mr and family */
+struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+                         unsigned int access);
+
+/* mr_ex.c */
+bool sv_mem_ok(const void *addr, uint64_t len, bool write);
+void sv_mr_ex_init_ops(struct sv_context *ctx);
+void sv_mr_ex_dereg(struct sv_mr *m);
+
 /* qp_ex.c */
 void sv_qp_ex_init(struct sv_qp *q, uint64_t send_ops_flags);
 void sv_qp_ex_free(struct sv_qp *q);
+/* the IBV_QP_EX_WITH_* send ops a QP can be created with */
+uint64_t sv_qp_ex_ops_supported(void);
 
 #endif

@@ -55,6 +55,8 @@ static bool h_defer;
 /* When set before h_init: the engines' peers are reached by trains
  * (sr_engine_ops.tx_trains), so long RC WRITEs go as WRITE ONLY packets. */
 static bool h_trains;
+/* sr_engine_cfg.mem_ok of the engines h_init creates next */
+static bool (*h_mem_ok)(const void *addr, uint64_t len, bool write);
 static bool h_trains_yes(void *ctx, const uint8_t *dgid)
 {
     (void)ctx, (void)dgid;
@@ -197,7 +199,8 @@ static void h_init(struct harness *h, uint32_t window)
                                             .tx_trains = h_trains ? h_trains_yes : NULL},
                                     .ops_ctx = &h_ctx[i],
                                     .window_pkts = window,
-                                    .ack_delay_ns = h_ack_delay_ns};
+                                    .ack_delay_ns = h_ack_delay_ns,
+                                    .mem_ok = h_mem_ok};
         h_gid(cfg.gid, i);
         SR_CHECK_EQ(sr_engine_create(&cfg, &h->eng[i]), 0);
     }

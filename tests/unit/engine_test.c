@@ -509,6 +509,91 @@ static void test_errors(void)
     }
 }
 
+/* On-demand MRs: an implicit one (address 0, the whole address space)
+ * reaches any memory the engine's mem_ok allows; memory it refuses (not
+ * mapped) makes a remote access error, not a fault, and is not touched. */
+static const uint8_t *odp_hole; /* a 4 KiB range mem_ok calls unmapped */
+static bool odp_mem_ok(const void *addr, uint64_t len, bool write)
+{
+    (void)write;
+    const uint8_t *p = addr;
+    return p + len <= odp_hole || p >= odp_hole + 4096;
+}
+
+static void test_odp_implicit(void)
+{
+    struct harness h;
+    struct h_pair pr;
+    h_mem_ok = odp_mem_ok;
+    h_init(&h, 0);
+    h_mem_ok = NULL;
+    struct h_qp_opts o = {
+        .type = SR_QPT_RC, .mtu = 1024, .retry_cnt = 3, .rnr_retry = 3, .access = 15};
+    h_connect(&h, &pr, &o);
+    reg_mem(&pr, 15);
+    struct sr_mr *odp;
+    /* only an on-demand MR may start at address 0 */
+    SR_CHECK_EQ(sr_mr_reg(pr.pd[1], NULL, SIZE_MAX, 0, 15, &odp), SR_ERR_INVAL);
+    SR_CHECK_EQ(sr_mr_reg(pr.pd[1], NULL, SIZE_MAX, 0, 15 | SR_ACCESS_ON_DEMAND, &odp), 0);
+    odp_hole = mem[1] + 65536;
+    pattern(mem[0], 8192, 3);
+    struct sr_sge sg = {(uintptr_t)mem[0], 3000, sr_mr_lkey(mr[0])};
+    struct sr_send_wr w = signaled_wr(1, &sg, SR_WR_RDMA_WRITE, (uintptr_t)mem[1] + 100);
+    w.rkey = sr_mr_rkey(odp);
+    SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &w, h.now), 0);
+    struct sr_wc wc[2];
+    SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 1, wc, 1000000000ull), 1);
+    SR_CHECK_EQ(wc[0].status, SR_WC_SUCCESS);
+    SR_CHECK_MEM(mem[1] + 100, mem[0], 3000);
+    /* a READ through the same key reads it back */
+    struct sr_sge back = {(uintptr_t)mem[0] + 4096, 3000, sr_mr_lkey(mr[0])};
+    w = signaled_wr(2, &back, SR_WR_RDMA_READ, (uintptr_t)mem[1] + 100);
+    w.rkey = sr_mr_rkey(odp);
+    SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &w, h.now), 0);
+    SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 1, wc, 1000000000ull), 1);
+    SR_CHECK_EQ(wc[0].status, SR_WC_SUCCESS);
+    SR_CHECK_MEM(mem[0] + 4096, mem[0], 3000);
+    /* a WRITE that ends in the hole */
+    memset(mem[1] + 65536 - 4096, 0, 8192);
+    w = signaled_wr(3, &sg, SR_WR_RDMA_WRITE, (uintptr_t)odp_hole - 1000);
+    w.rkey = sr_mr_rkey(odp);
+    SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &w, h.now), 0);
+    SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 1, wc, 1000000000ull), 1);
+    SR_CHECK_EQ(wc[0].status, SR_WC_REM_ACCESS_ERR);
+    static const uint8_t zero[8192];
+    SR_CHECK_MEM(mem[1] + 65536 - 4096, zero, sizeof(zero));
+    sr_mr_dereg(odp);
+    sr_mr_dereg(mr[0]);
+    sr_mr_dereg(mr[1]);
+    h_fini(&h);
+}
+
+/* A QP moved to RESET takes its completions out of its CQs (the flushed
+ * receives of its error state here), as the verbs providers do. */
+static void test_reset_cleans_cq(void)
+{
+    struct harness h;
+    struct h_pair pr;
+    h_init(&h, 0);
+    struct h_qp_opts o = {
+        .type = SR_QPT_RC, .mtu = 1024, .retry_cnt = 3, .rnr_retry = 3, .access = 15};
+    h_connect(&h, &pr, &o);
+    reg_mem(&pr, 15);
+    struct sr_sge rs = {(uintptr_t)mem[1], 64, sr_mr_lkey(mr[1])};
+    struct sr_recv_wr rwr = {.wr_id = 7, .sg_list = &rs, .num_sge = 1};
+    SR_CHECK_EQ(sr_qp_post_recv(pr.qp[1], &rwr), 0);
+    SR_CHECK_EQ(sr_qp_post_recv(pr.qp[1], &rwr), 0);
+    struct sr_qp_attr a = {.qp_state = SR_QPS_ERR};
+    SR_CHECK_EQ(sr_qp_modify(pr.qp[1], &a, SR_QP_STATE, h.now), 0);
+    a.qp_state = SR_QPS_RESET;
+    SR_CHECK_EQ(sr_qp_modify(pr.qp[1], &a, SR_QP_STATE, h.now), 0);
+    struct sr_wc wc[4];
+    SR_CHECK_EQ(sr_cq_poll(pr.rcq[1], 4, wc), 0);
+    sr_mr_dereg(mr[0]);
+    sr_mr_dereg(mr[1]);
+    h_fini(&h);
+}
+
 /* IBA 10.8.3.3: a fenced WQE is not started until earlier READs and
  * atomics have completed. The filter notes, when node 0 first sends the
  * SEND, whether node 1 has already answered the READ. */
@@ -1695,10 +1780,12 @@ int main(void)
     mem[0] = malloc(MEM);
     mem[1] = malloc(MEM);
     SR_RUN(test_qp_state);
+    SR_RUN(test_reset_cleans_cq);
     SR_RUN(test_mr_slots);
     SR_RUN(test_ops);
     SR_RUN(test_stream);
     SR_RUN(test_errors);
+    SR_RUN(test_odp_implicit);
     SR_RUN(test_fence);
     SR_RUN(test_max_rd_atomic);
     SR_RUN(test_rnr);

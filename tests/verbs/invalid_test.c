@@ -650,9 +650,6 @@ static void case_unsupported(int fd, const void *arg)
     struct ibv_flow_attr fa = {.type = IBV_FLOW_ATTR_NORMAL, .size = sizeof(fa), .port = 1};
     unsup_null(ibv_create_flow(q.qp, &fa), "ibv_create_flow");
     errno = 0;
-    struct ibv_alloc_dm_attr dma = {.length = 4096};
-    unsup_null(ibv_alloc_dm(d.ctx, &dma), "ibv_alloc_dm");
-    errno = 0;
     struct ibv_wq_init_attr wa = {
         .wq_type = IBV_WQT_RQ, .max_wr = 4, .max_sge = 1, .pd = d.pd, .cq = q.rcq};
     unsup_null(ibv_create_wq(d.ctx, &wa), "ibv_create_wq");
@@ -690,8 +687,6 @@ static void case_unsupported(int fd, const void *arg)
     struct ibv_modify_cq_attr mca = {.attr_mask = IBV_CQ_ATTR_MODERATE,
                                      .moderate = {.cq_count = 1, .cq_period = 1}};
     unsup_ret(ibv_modify_cq(q.scq, &mca), "ibv_modify_cq");
-    struct ibv_sge sge = {.addr = (uintptr_t)mem, .length = 64, .lkey = mr->lkey};
-    unsup_ret(ibv_advise_mr(d.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 1), "ibv_advise_mr");
     struct ibv_ece ece;
     memset(&ece, 0, sizeof(ece));
     unsup_ret(ibv_query_ece(q.qp, &ece), "ibv_query_ece");
