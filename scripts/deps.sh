@@ -10,12 +10,16 @@ pkgs=(
   librdmacm-dev rdmacm-utils                              # rdma_cm ABI header and clients
   iproute2 ethtool                                        # network namespaces, veth offloads for two-host tests
   gnuplot-nox                                             # srccl-perf --plot (test srccl.perf.plot)
+  ucx-utils openmpi-bin libopenmpi-dev                    # tests/compat: UCX, Open MPI (mpicc)
 )
 
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# UCX's device check wants /dev/infiniband/uverbs0 (docs/COMPATIBILITY.md);
+# created where we can (root), else the UCX tests skip
+[ "$(id -u)" -eq 0 ] && "$(dirname "$0")/setup-devices.sh" || true
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "softrdma: installing ${missing[*]}" >&2

@@ -304,7 +304,7 @@ void sr_qp_to_error(struct sr_qp *qp);
 void sr_qp_retire(struct sr_qp *qp); /* complete DONE WQEs at the head, in order */
 void sr_qp_recv_complete(struct sr_qp *qp, struct sr_cq *cq, const struct sr_rwqe *rwqe,
                          enum sr_wc_status status, enum sr_wc_opcode op, uint32_t byte_len,
-                         uint32_t imm, uint32_t flags, uint32_t src_qp, bool solicited);
+                         uint32_t imm, uint32_t flags, uint32_t src_qp, uint8_t sl, bool solicited);
 uint32_t sr_qp_pmtu(const struct sr_qp *qp);
 bool sr_qp_can_send(const struct sr_qp *qp);
 
@@ -315,6 +315,7 @@ void sr_req_rewind(struct sr_qp *qp, uint32_t psn);
 uint32_t sr_swqe_npkts(const struct sr_qp *qp, const struct sr_send_wr *wr, uint32_t len);
 
 /* resp.c */
+uint8_t sr_resp_ud_sl(const uint8_t *sgid, const uint8_t *dgid); /* wc.sl of a UD receive */
 void sr_resp_zombie_rx(struct sr_qp *qp, const struct sr_pkt *pkt, const uint8_t *src_gid,
                        uint64_t now_ns);
 void sr_resp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err, const uint8_t *src_gid,

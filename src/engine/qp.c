@@ -798,7 +798,7 @@ int sr_qp_post_recv(struct sr_qp *qp, const struct sr_recv_wr *wr)
 
 void sr_qp_recv_complete(struct sr_qp *qp, struct sr_cq *cq, const struct sr_rwqe *rwqe,
                          enum sr_wc_status status, enum sr_wc_opcode op, uint32_t byte_len,
-                         uint32_t imm, uint32_t flags, uint32_t src_qp, bool solicited)
+                         uint32_t imm, uint32_t flags, uint32_t src_qp, uint8_t sl, bool solicited)
 {
     struct sr_wc wc = {
         .wr_id = rwqe->wr_id,
@@ -809,6 +809,7 @@ void sr_qp_recv_complete(struct sr_qp *qp, struct sr_cq *cq, const struct sr_rwq
         .qp_num = qp->qpn,
         .src_qp = src_qp,
         .wc_flags = flags,
+        .sl = sl,
     };
     sr_cq_push(cq, &wc, solicited);
 }

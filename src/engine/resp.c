@@ -268,16 +268,23 @@ static bool take_rwqe(struct resp_ctx *c)
     return true;
 }
 
-static void complete_rwqe(struct sr_qp *qp, enum sr_wc_status st, enum sr_wc_opcode op,
-                          uint32_t byte_len, uint32_t imm, uint32_t flags, uint32_t src_qp,
-                          bool solicited)
+static void complete_rwqe_sl(struct sr_qp *qp, enum sr_wc_status st, enum sr_wc_opcode op,
+                             uint32_t byte_len, uint32_t imm, uint32_t flags, uint32_t src_qp,
+                             uint8_t sl, bool solicited)
 {
     if (!qp->resp.have_rwqe)
         return;
     sr_qp_recv_complete(qp, qp->resp.rwqe_cq, cur_rwqe(qp), st, op, byte_len, imm, flags, src_qp,
-                        solicited);
+                        sl, solicited);
     qp->resp.have_rwqe = false;
     qp->resp.recv_off = 0;
+}
+
+static void complete_rwqe(struct sr_qp *qp, enum sr_wc_status st, enum sr_wc_opcode op,
+                          uint32_t byte_len, uint32_t imm, uint32_t flags, uint32_t src_qp,
+                          bool solicited)
+{
+    complete_rwqe_sl(qp, st, op, byte_len, imm, flags, src_qp, 0, solicited);
 }
 
 static void end_message(struct sr_qp *qp)
@@ -522,12 +529,15 @@ static enum resp_state execute(struct resp_ctx *c)
             }
             uint32_t byte_len = qp->resp.recv_off;
             uint32_t src_qp = 0;
+            uint8_t sl = 0;
             if (qp->type == SR_QPT_UD) {
                 flags |= SR_WC_GRH;
                 byte_len += SR_GRH_LEN;
                 src_qp = pkt->deth.src_qp;
+                sl = sr_resp_ud_sl(c->src_gid, qp->eng->cfg.gid);
             }
-            complete_rwqe(qp, SR_WC_SUCCESS, SR_WC_RECV, byte_len, imm, flags, src_qp, pkt->bth.se);
+            complete_rwqe_sl(qp, SR_WC_SUCCESS, SR_WC_RECV, byte_len, imm, flags, src_qp, sl,
+                             pkt->bth.se);
             end_message(qp);
         }
     } else if (op_is(c, SR_OPF_WRITE)) {
@@ -709,28 +719,46 @@ static void uc_rx(struct resp_ctx *c)
     }
 }
 
-/* The 40 bytes a UD receive starts with (IBA 11.4.1.2): an IPv6-style GRH,
- * or for IPv4 peers the IPv4 header in its last 20 bytes (RoCEv2 usage). */
-static void build_grh(uint8_t grh[SR_GRH_LEN], const uint8_t *sgid, const uint8_t *dgid,
-                      uint32_t payload_len)
+static bool gid_is_v4mapped(const uint8_t *gid)
 {
     static const uint8_t v4map[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    return !memcmp(gid, v4map, 12);
+}
+
+/* What a RoCE NIC reports in a UD receive completion's SL field: the
+ * received frame's network header type (bit 3: a UDP header follows it,
+ * RoCEv2; bits 2:0: 1 IPv6, 2 IPv4), per RoCEv2 (IBA Annex A17.4.5.1) the
+ * remote address information a UD CQE carries. UCX's ud_verbs reads it to
+ * know where the destination address sits in the 40-byte area. */
+uint8_t sr_resp_ud_sl(const uint8_t *sgid, const uint8_t *dgid)
+{
+    return 0x8 | (gid_is_v4mapped(sgid) && gid_is_v4mapped(dgid) ? 0x2 : 0x1);
+}
+
+/* The 40 bytes a UD receive starts with (IBA 11.4.1.2), holding the IP
+ * header of the RoCEv2 frame as it arrived (Annex A17.4.5.2): an IPv6
+ * header in all 40, or an IPv4 header in the last 20 (the first 20 zero).
+ * transport_len counts BTH through ICRC, the UDP payload. */
+static void build_grh(uint8_t grh[SR_GRH_LEN], const uint8_t *sgid, const uint8_t *dgid,
+                      uint32_t transport_len)
+{
+    uint32_t udp_len = 8 + transport_len;
     memset(grh, 0, SR_GRH_LEN);
-    if (!memcmp(sgid, v4map, 12) && !memcmp(dgid, v4map, 12)) {
+    if (sr_resp_ud_sl(sgid, dgid) & 0x2) {
         uint8_t *ip = grh + 20;
         ip[0] = 0x45;
-        sr_put_be16(ip + 2, (uint16_t)(20 + 8 + payload_len));
-        ip[6] = 0x40;
+        sr_put_be16(ip + 2, (uint16_t)(20 + udp_len));
+        ip[6] = 0x40; /* DF */
         ip[8] = 64;
-        ip[9] = 17;
+        ip[9] = 17; /* UDP */
         memcpy(ip + 12, sgid + 12, 4);
         memcpy(ip + 16, dgid + 12, 4);
         sr_put_be16(ip + 10, sr_inet_csum(ip, 20, 0));
         return;
     }
     sr_put_be32(grh, 6u << 28);
-    sr_put_be16(grh + 4, (uint16_t)payload_len);
-    grh[6] = 0x1b; /* next header: IBA transport */
+    sr_put_be16(grh + 4, (uint16_t)udp_len);
+    grh[6] = 17; /* next header: UDP */
     grh[7] = 64;
     memcpy(grh + 8, sgid, 16);
     memcpy(grh + 24, dgid, 16);
@@ -760,7 +788,8 @@ static void ud_rx(struct resp_ctx *c)
         return;
     }
     uint8_t grh[SR_GRH_LEN];
-    build_grh(grh, c->src_gid, e->cfg.gid, pkt->payload_len);
+    build_grh(grh, c->src_gid, e->cfg.gid,
+              (uint32_t)c->info->hdr_len + pkt->payload_len + pkt->bth.pad_cnt + SR_ICRC_LEN);
     if (!sr_sge_scatter(e, c->pd, w->sge, w->num_sge, 0, grh, SR_GRH_LEN)) {
         complete_rwqe(qp, SR_WC_LOC_PROT_ERR, SR_WC_RECV, 0, 0, 0, pkt->deth.src_qp, false);
         return;

@@ -228,6 +228,7 @@ struct sr_wc {
     uint32_t src_qp;
     uint32_t wc_flags;
     uint16_t pkey_index;
+    uint8_t sl; /* UD receive: the frame's network header type, as RoCE NICs report it */
 };
 
 struct sr_qp_cap {

@@ -41,6 +41,20 @@ enum {
 #define UDP_IDLE_PASSES 256u
 #define UDP_SKIP        16u
 #define HANDOFF_GROW    4
+/* The hand-off is for an application thread that polls in a loop: it
+ * picks up packets within a poll's gap, so the NIC thread need not be
+ * woken for them. One that polls now and then (a UCX process waiting in
+ * a socket barrier runs ucp_worker_progress about once a millisecond; a
+ * runtime's async thread) would leave every packet in the socket until its
+ * next poll: a passive RDMA READ target answered one READ per poll (UCX
+ * ucp_get 64 KiB: 1.1 ms each). So the thread naps only while the gaps
+ * between polls average (poll_gap_ns) DENSE_GAP_NS or less. Each gap
+ * counts up to DENSE_GAP_CAP_NS, with weight 1/8: a loop that polls and
+ * then waits on memory now and then (ib_write_lat) stays dense, one that
+ * waits that long every other poll (UCX's progress polls two CQs, then
+ * sleeps) is sparse. */
+#define DENSE_GAP_NS     50000ull
+#define DENSE_GAP_CAP_NS (4 * DENSE_GAP_NS)
 /* A passive NIC thread that spins between packets takes something from
  * the sending process on this machine even when it has time to spare (two
  * vCPUs: the sender sped up when the receiver slept instead; the cause is
@@ -125,6 +139,8 @@ struct sr_nic {
     uint64_t handoff_cur_ns;
     bool napped;                   /* the thread's last look at the hand-off made it nap */
     _Atomic uint64_t last_poll_ns; /* last poll; 0 = handed back */
+    uint64_t prev_poll_ns;         /* last poll, kept when handed back (under lock) */
+    _Atomic uint64_t poll_gap_ns;  /* moving average of the gaps between polls */
     _Atomic uint64_t last_pass_ns; /* last inline pass */
     atomic_bool napping;
     /* An application thread is about to sleep (sr_nic_app_blocks) and has
@@ -305,9 +321,15 @@ void sr_nic_app_polls(struct sr_nic *nic, bool after_pass)
 {
     if (atomic_load_explicit(&nic->app_asleep, memory_order_relaxed))
         atomic_store_explicit(&nic->app_asleep, false, memory_order_relaxed);
-    if (nic->handoff_ns)
-        atomic_store_explicit(&nic->last_poll_ns, after_pass ? nic->now : sr_nic_now(),
-                              memory_order_relaxed);
+    if (!nic->handoff_ns)
+        return;
+    uint64_t now = after_pass ? nic->now : sr_nic_now();
+    uint64_t gap = now > nic->prev_poll_ns ? now - nic->prev_poll_ns : 0;
+    uint64_t avg = atomic_load_explicit(&nic->poll_gap_ns, memory_order_relaxed);
+    avg = (7 * avg + SR_MIN(gap, DENSE_GAP_CAP_NS)) / 8;
+    nic->prev_poll_ns = now;
+    atomic_store_explicit(&nic->poll_gap_ns, avg, memory_order_relaxed);
+    atomic_store_explicit(&nic->last_poll_ns, now, memory_order_relaxed);
 }
 
 void sr_nic_app_blocks(struct sr_nic *nic)
@@ -346,6 +368,8 @@ static uint64_t nic_handoff_until(struct sr_nic *nic, uint64_t now, bool seq_cst
     uint64_t pass = atomic_load_explicit(&nic->last_pass_ns, memory_order_relaxed);
     if (!poll || now - poll >= nic->handoff_cur_ns || now - pass >= HANDOFF_GROW * nic->handoff_ns)
         return 0;
+    if (atomic_load_explicit(&nic->poll_gap_ns, memory_order_relaxed) > DENSE_GAP_NS)
+        return 0; /* polls too far apart to pick packets up in time */
     return SR_MIN(poll + nic->handoff_cur_ns, pass + HANDOFF_GROW * nic->handoff_ns);
 }
 

@@ -255,7 +255,8 @@ int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_n
     return err;
 }
 
-/* SOFTRDMA_STATS=1: one line of counters on stderr when the device closes.
+/* SOFTRDMA_STATS=1: one line of counters on stderr when the device closes,
+ * or at exit if it is still open.
  * The fields after malformed= account for every packet the device drops or
  * refuses (tests/hostile compares them with what an attacker sent); new
  * fields go at the end so that existing parsers keep working. */
@@ -300,12 +301,16 @@ static void print_stats(struct sv_device *dev)
 /* Most verbs programs exit with the device open: its mailbox must not
  * stay behind (peers would keep writing into it, and the rings they
  * reserved would stay allocated). Only the names go; nothing is torn down
- * under threads that may still run. */
+ * under threads that may still run. A device left open (librdmacm keeps
+ * its context for the process's life, as rdma-core's does) reports its
+ * counters here. */
 __attribute__((destructor)) static void device_fini(void)
 {
     struct sv_device *d = &sv_dev;
     if (!atomic_load(&sv_dev_ready) || pthread_mutex_trylock(&d->lock))
         return;
+    if (d->nic && d->cfg.stats)
+        print_stats(d);
     if (d->nic)
         sr_nic_exiting(d->nic);
     pthread_mutex_unlock(&d->lock);

@@ -320,7 +320,7 @@ static void to_ibv_wc(const struct sr_wc *s, struct ibv_wc *w)
     w->wc_flags = s->wc_flags;
     w->pkey_index = s->pkey_index;
     w->slid = 0;
-    w->sl = 0;
+    w->sl = s->sl;
     w->dlid_path_bits = 0;
 }
 

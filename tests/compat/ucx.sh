@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# ucx.sh LIBDIR info|perf: Debian's UCX 1.13 on softrdma.
+#   info: ucx_info -d lists srdma0:1 under rc_verbs and ud_verbs.
+#   perf: ucx_perftest (server and client processes on loopback) over
+#     rc_verbs (ud_verbs wires it up), with no UCX variable but UCX_TLS and
+#     UCX_NET_DEVICES: tag_lat, tag_bw, ucp_put_bw, ucp_put_lat, ucp_get at
+#     8 B, 4 KiB, 64 KiB and 1 MiB all finish; then ucp_get of 64 KiB takes
+#     no more than 3 x ucp_put_lat (8 B) + 3 x ucp_put_lat (64 KiB, which
+#     is mostly its transfer time): best of 3 runs, a bound on progress
+#     with a wide margin for a loaded machine, not a speed target. READs
+#     left waiting for the target's polls took 600..1100 us.
+set -u
+libdir=$1 mode=$2
+# shellcheck source=ucx_env.sh
+. "$(dirname "$0")/ucx_env.sh"
+export UCX_NET_DEVICES=srdma0:1 UCX_TLS=${SR_UCX_TLS:-rc_verbs,ud_verbs}
+port=${SR_UCX_PORT:-13370}
+
+if [ "$mode" = info ]; then
+  out=$(timeout -s KILL 60 ucx_info -d 2>&1)
+  rc=0
+  for tl in rc_verbs ud_verbs; do
+    if awk -v tl="$tl" '/Transport:/ {t=$3} /Device:/ && t==tl && $3=="srdma0:1" {f=1} END {exit !f}' <<<"$out"; then
+      echo "OK: $tl on srdma0:1"
+    else
+      echo "FAIL: ucx_info -d lists no $tl on srdma0:1"; rc=1
+    fi
+  done
+  [ $rc -eq 0 ] || printf '%s\n' "$out" | grep -E "Transport|Device"
+  exit $rc
+fi
+
+# one run: prints the Final line's fields, or nothing
+perf() { # test size iters
+  timeout -s KILL 60 ucx_perftest -p "$port" -t "$1" -s "$2" -n "$3" >/dev/null 2>&1 &
+  local srv=$! i
+  for i in $(seq 50); do # the server listens (bounded: 5 s)
+    ss -ltnH "sport = :$port" 2>/dev/null | grep -q . && break
+    sleep 0.1
+  done
+  timeout -s KILL 60 ucx_perftest -p "$port" 127.0.0.1 -t "$1" -s "$2" -n "$3" 2>&1 | awk '/^Final:/ {print $2, $5, $7}'
+  wait $srv
+}
+
+rc=0
+declare -A lat bw
+for t in tag_lat tag_bw ucp_put_bw ucp_put_lat ucp_get; do
+  for s in 8 4096 65536 1048576; do
+    n=2000; [ "$s" -ge 1048576 ] && n=100
+    r=$(perf "$t" "$s" "$n")
+    if [ -z "$r" ]; then echo "FAIL: $t $s B did not finish"; rc=1; continue; fi
+    read -r iters l b <<<"$r"
+    echo "OK: $t $s B: $iters iterations, $l us/op, $b MB/s"
+    lat[$t.$s]=$l bw[$t.$s]=$b
+  done
+done
+[ $rc -eq 0 ] || exit 1
+
+best=
+for i in 1 2 3; do
+  r=$(perf ucp_get 65536 2000)
+  [ -n "$r" ] || continue
+  read -r _ l _ <<<"$r"
+  best=$(awk -v a="$l" -v b="${best:-$l}" 'BEGIN {print (a < b ? a : b)}')
+done
+bound=$(awk -v a="${lat[ucp_put_lat.8]}" -v b="${lat[ucp_put_lat.65536]}" 'BEGIN {printf "%.1f", 3 * a + 3 * b}')
+echo "ucp_get 64 KiB: best ${best:-none} us; bound $bound us (3 x put_lat 8 B ${lat[ucp_put_lat.8]} + 3 x put_lat 64 KiB ${lat[ucp_put_lat.65536]})"
+if [ -z "$best" ] || ! awk -v g="$best" -v b="$bound" 'BEGIN {exit !(g <= b)}'; then
+  echo "FAIL: ucp_get 64 KiB slower than the bound: READs wait for the target's polls"; exit 1
+fi
+echo "OK"
