@@ -11,6 +11,7 @@ pkgs=(
   iproute2 ethtool                                        # network namespaces, veth offloads for two-host tests
   gnuplot-nox                                             # srccl-perf --plot (test srccl.perf.plot)
   ucx-utils openmpi-bin libopenmpi-dev                    # tests/compat: UCX, Open MPI (mpicc)
+  python3-pyverbs libfabric-bin qperf                     # tests/compat: rdma-core's test suite, libfabric, qperf
 )
 
 missing=()
