@@ -313,5 +313,9 @@ void sv_qp_ex_init(struct sv_qp *q, uint64_t send_ops_flags)
 
 SV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
+    if (!sv_live_is(qp, SV_K_QP)) {
+        errno = EINVAL;
+        return NULL;
+    }
     return &sv_qp(qp)->qpex;
 }
