@@ -211,6 +211,7 @@ struct sr_engine {
     uint8_t *mw_tag;
     uint32_t mw_cnt, mw_next;
     struct sr_qp **qps; /* index = qpn - SR_QPN_BASE */
+    struct sr_qp *gsi;  /* QPN 1, outside qps (sr_qp_make_gsi) */
     uint32_t qp_cnt;
     uint32_t qp_hint;
     uint32_t pd_cnt, cq_cnt, srq_cnt;
@@ -237,7 +238,7 @@ static inline void sr_engine_fence(struct sr_engine *e)
     }
 }
 
-enum { SR_QPN_BASE = 0x10 }; /* QPN 0 and 1 are the IB special QPs */
+enum { SR_QPN_BASE = 0x10, SR_QPN_GSI = 1 }; /* QPN 0 and 1 are the IB special QPs */
 
 /* engine.c */
 struct sr_mr *sr_mr_lookup(struct sr_engine *e, uint32_t key);

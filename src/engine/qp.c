@@ -55,6 +55,8 @@ const char *sr_wc_status_name(enum sr_wc_status s)
 
 struct sr_qp *sr_qp_lookup(struct sr_engine *e, uint32_t qpn)
 {
+    if (qpn == SR_QPN_GSI)
+        return e->gsi;
     if (qpn < SR_QPN_BASE || qpn - SR_QPN_BASE >= e->cfg.max_qp)
         return NULL;
     return e->qps[qpn - SR_QPN_BASE];
@@ -217,6 +219,20 @@ static void qp_release_refs(struct sr_qp *qp)
     qp->xrcd = NULL;
 }
 
+int sr_qp_make_gsi(struct sr_qp *qp)
+{
+    struct sr_engine *e = qp->eng;
+    if (qp->type != SR_QPT_UD || qp->attr.qp_state != SR_QPS_RESET || qp->qpn == SR_QPN_GSI)
+        return SR_ERR_INVAL;
+    if (e->gsi)
+        return SR_ERR_BUSY;
+    e->qps[qp->qpn - SR_QPN_BASE] = NULL;
+    qp->qpn = SR_QPN_GSI;
+    qp->src_port = (uint16_t)(0xc000 | SR_QPN_GSI);
+    e->gsi = qp;
+    return 0;
+}
+
 int sr_qp_destroy_linger(struct sr_qp *qp, uint64_t now_ns, uint64_t linger_ns)
 {
     enum sr_qp_state s = qp->attr.qp_state;
@@ -250,7 +266,10 @@ int sr_qp_destroy(struct sr_qp *qp)
 {
     struct sr_engine *e = qp->eng;
     sr_engine_deactivate(e, qp);
-    e->qps[qp->qpn - SR_QPN_BASE] = NULL;
+    if (qp->qpn == SR_QPN_GSI)
+        e->gsi = NULL;
+    else
+        e->qps[qp->qpn - SR_QPN_BASE] = NULL;
     e->qp_cnt--;
     if (qp->zombie)
         e->zombies--;

@@ -438,6 +438,10 @@ void *sr_srq_user(const struct sr_srq *srq);
 /* ---- queue pairs ---- */
 int sr_qp_create(struct sr_pd *pd, const struct sr_qp_init_attr *attr, struct sr_qp **out);
 int sr_qp_destroy(struct sr_qp *qp); /* outstanding work is dropped without completions */
+/* Renumber a UD QP in RESET as the General Services Interface QP, QPN 1
+ * (IBA 13.5.1), which the communication manager's MADs are addressed to;
+ * one per engine. SR_ERR_BUSY if the engine has one already. */
+int sr_qp_make_gsi(struct sr_qp *qp);
 /* Destroy, but let a connected QP that has received requests linger for
  * linger_ns as a responder that only re-acknowledges duplicates: if its
  * last ACK was lost, the peer's retransmission still gets an answer

@@ -27,15 +27,18 @@ static int sv_mlx5_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
     return EOPNOTSUPP;
 }
 
-int sv_mlx5dv_init_obj_1_2(struct mlx5dv_obj *obj, uint64_t obj_type)
-    __attribute__((symver("mlx5dv_init_obj@@MLX5_1.2")));
+/* .symver directives rather than the symver attribute, which clang 14
+ * (the sanitizer builds) does not know. */
+__asm__(".symver sv_mlx5dv_init_obj_1_2, mlx5dv_init_obj@@MLX5_1.2");
+__asm__(".symver sv_mlx5dv_init_obj_1_0, mlx5dv_init_obj@MLX5_1.0");
+
+int sv_mlx5dv_init_obj_1_2(struct mlx5dv_obj *obj, uint64_t obj_type);
 int sv_mlx5dv_init_obj_1_2(struct mlx5dv_obj *obj, uint64_t obj_type)
 {
     return sv_mlx5_init_obj(obj, obj_type);
 }
 
-int sv_mlx5dv_init_obj_1_0(struct mlx5dv_obj *obj, uint64_t obj_type)
-    __attribute__((symver("mlx5dv_init_obj@MLX5_1.0")));
+int sv_mlx5dv_init_obj_1_0(struct mlx5dv_obj *obj, uint64_t obj_type);
 int sv_mlx5dv_init_obj_1_0(struct mlx5dv_obj *obj, uint64_t obj_type)
 {
     return sv_mlx5_init_obj(obj, obj_type);

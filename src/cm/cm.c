@@ -1,0 +1,469 @@
+/* cm.c: the rdma_cm API (<rdma/rdma_cma.h>) over the CM service, and the
+ * connection state machine of IBA 12.9 driven by MADs and timers. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "scm_int.h"
+
+enum {
+    CM_RESP_TIMEOUT = 18, /* ~1.07 s: 4.096 us * 2^18 (IBA 12.7.31) */
+    CM_MAX_RETRIES = CM_MAX_RETRIES_PUB,
+    UDP_QKEY = 0x01234567,
+};
+static const uint64_t TIMEWAIT_NS = 2000000000ull; /* twice a packet lifetime, generously (IBA 12.9.7) */
+
+#define LOCK() pthread_mutex_lock(&scm_svc.lock)
+#define UNLOCK() pthread_mutex_unlock(&scm_svc.lock)
+
+/* ---- addresses ---- */
+static int sa_ip(const struct sockaddr *sa, uint8_t ip[16], uint16_t *port)
+{
+    memset(ip, 0, 16);
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *s4 = (const void *)sa;
+        ip[10] = ip[11] = 0xff;
+        memcpy(ip + 12, &s4->sin_addr, 4);
+        *port = ntohs(s4->sin_port);
+        return 0;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *s6 = (const void *)sa;
+        memcpy(ip, &s6->sin6_addr, 16);
+        *port = ntohs(s6->sin6_port);
+        return 0;
+    }
+    if (sa->sa_family == AF_IB)
+        return EAFNOSUPPORT;
+    return EINVAL;
+}
+
+void scm_ip_sa(const uint8_t ip[16], uint16_t port, struct sockaddr_storage *ss)
+{
+    memset(ss, 0, sizeof(*ss));
+    if (scm_ip_is_v4(ip)) {
+        struct sockaddr_in *s4 = (void *)ss;
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons(port);
+        memcpy(&s4->sin_addr, ip + 12, 4);
+    } else {
+        struct sockaddr_in6 *s6 = (void *)ss;
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons(port);
+        memcpy(&s6->sin6_addr, ip, 16);
+    }
+}
+
+static bool ip_is_loopback(const uint8_t ip[16])
+{
+    static const uint8_t lo6[16] = {[15] = 1};
+    return (scm_ip_is_v4(ip) && ip[12] == 127) || !memcmp(ip, lo6, 16);
+}
+
+uint16_t scm_id_port(const struct scm_id *id, bool src)
+{
+    uint8_t ip[16];
+    uint16_t port = 0;
+    const struct sockaddr *sa = src ? &id->id.route.addr.src_addr : &id->id.route.addr.dst_addr;
+    if (sa->sa_family)
+        sa_ip(sa, ip, &port);
+    return port;
+}
+
+static void src_ip(const struct scm_id *id, uint8_t ip[16])
+{
+    uint16_t port;
+    if (!id->id.route.addr.src_addr.sa_family || sa_ip(&id->id.route.addr.src_addr, ip, &port))
+        memcpy(ip, scm_svc.gid, 16);
+}
+
+/* ---- the state machine's helpers ---- */
+static struct scm_id *id_by_local(uint32_t comm_id)
+{
+    for (struct scm_id *i = scm_svc.ids; i; i = i->next)
+        if (i->local_comm_id == comm_id && i->state != SCM_IDLE)
+            return i;
+    return NULL;
+}
+
+static uint64_t cm_timeout_ns(uint8_t exp)
+{
+    return 4096ull << (exp > 31 ? 31 : exp); /* 4.096 us * 2^exp (IBA 12.7.31) */
+}
+
+/* Send a MAD, keep it for the retry timer when a reply is due. */
+static void send_kept(struct scm_id *id, const struct scm_mad *m, bool await, uint64_t now_ns)
+{
+    if (scm_mad_encode(m, id->last))
+        return;
+    scm_send_mad(id->peer_gid, id->last);
+    if (await) {
+        id->retries_left = CM_MAX_RETRIES;
+        id->deadline_ns = now_ns + 2 * cm_timeout_ns(id->timeout_exp);
+    } else {
+        id->deadline_ns = 0;
+    }
+}
+
+static void send_rej(const uint8_t gid[16], uint32_t local, uint32_t remote, uint8_t kind,
+                     uint16_t reason, const void *priv, uint8_t priv_len)
+{
+    struct scm_mad m = {.attr_id = SCM_ATTR_REJ,
+                        .tid = ((uint64_t)remote << 32) | local,
+                        .local_comm_id = local,
+                        .remote_comm_id = remote,
+                        .msg_kind = kind,
+                        .reason = reason};
+    m.priv_len = priv_len;
+    if (priv_len)
+        memcpy(m.priv, priv, priv_len);
+    uint8_t buf[SCM_MAD_LEN];
+    if (!scm_mad_encode(&m, buf))
+        scm_send_mad(gid, buf);
+}
+
+static int qp_to(struct scm_id *id, enum ibv_qp_state st)
+{
+    struct ibv_qp_attr a;
+    int mask;
+    if (!id->id.qp)
+        return 0;
+    int err = rdma_init_qp_attr(&id->id, (a.qp_state = st, &a), &mask);
+    if (err)
+        return errno;
+    return ibv_modify_qp(id->id.qp, &a, mask);
+}
+
+static void qp_err(struct scm_id *id)
+{
+    if (id->id.qp) {
+        struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+        ibv_modify_qp(id->id.qp, &a, IBV_QP_STATE);
+    }
+}
+
+static struct scm_event *ev_priv(struct scm_id *id, enum rdma_cm_event_type t, int status,
+                                 const struct scm_mad *m, size_t skip)
+{
+    struct scm_event *e = scm_event_new(id, t, status);
+    if (!e)
+        return NULL;
+    if (m && m->priv_len > skip) {
+        memcpy(e->priv, m->priv + skip, m->priv_len - skip);
+        e->ev.param.conn.private_data = e->priv;
+        e->ev.param.conn.private_data_len = (uint8_t)(m->priv_len - skip);
+    }
+    return e;
+}
+
+static void deliver_established(struct scm_id *id)
+{
+    struct scm_event *e = scm_event_new(id, RDMA_CM_EVENT_ESTABLISHED, 0);
+    if (e) {
+        e->ev.param.conn.responder_resources = id->resp_res;
+        e->ev.param.conn.initiator_depth = id->init_depth;
+        scm_event_send(id, e);
+    }
+}
+
+/* ---- receive side (IBA 12.9.6) ---- */
+static struct scm_id *find_listener(uint64_t service_id, const uint8_t dst[16])
+{
+    for (struct scm_id *i = scm_svc.ids; i; i = i->next) {
+        if (i->state != SCM_LISTEN)
+            continue;
+        if (scm_service_id((uint16_t)i->id.ps, scm_id_port(i, true)) != service_id)
+            continue;
+        uint8_t ip[16];
+        src_ip(i, ip);
+        if (i->bound_any || !memcmp(ip, dst, 16) || ip_is_loopback(ip))
+            return i;
+    }
+    return NULL;
+}
+
+
+static void rx_req(const uint8_t sgid[16], const struct scm_mad *m, uint64_t now_ns)
+{
+    /* a duplicate REQ (IBA 12.9.6.2): repeat the REP, or stay silent */
+    for (struct scm_id *i = scm_svc.ids; i; i = i->next)
+        if (i->remote_comm_id == m->local_comm_id && !memcmp(i->peer_gid, sgid, 16) &&
+            i->listener) {
+            if (i->state == SCM_REP_SENT)
+                scm_send_mad(i->peer_gid, i->last);
+            return;
+        }
+    struct scm_iphdr h;
+    if (scm_iphdr_decode(m->priv, m->priv_len, &h)) {
+        send_rej(sgid, 0, m->local_comm_id, 0, SCM_REJ_INVALID_SERVICE_ID, NULL, 0);
+        return;
+    }
+    uint8_t dst[16], src[16];
+    memcpy(dst, h.dst, 16), memcpy(src, h.src, 16);
+    if (h.ip_ver == 4) {
+        memset(dst, 0, 12), memset(src, 0, 12);
+        dst[10] = dst[11] = src[10] = src[11] = 0xff;
+    }
+    struct scm_id *l = find_listener(m->service_id, dst);
+    if (!l || m->transport != SCM_TS_RC) {
+        send_rej(sgid, 0, m->local_comm_id, 0,
+                 l ? SCM_REJ_INVALID_SERVICE_ID + 1 : SCM_REJ_INVALID_SERVICE_ID, NULL, 0);
+        return;
+    }
+    struct scm_id *n = scm_id_new(l->sync ? NULL : l->id.channel, l->id.context, l->id.ps, IBV_QPT_RC);
+    if (!n) {
+        send_rej(sgid, 0, m->local_comm_id, 0, 3 /* no resources */, NULL, 0);
+        return;
+    }
+    n->listener = l;
+    n->state = SCM_REQ_RCVD;
+    memcpy(n->peer_gid, sgid, 16);
+    n->remote_comm_id = m->local_comm_id;
+    n->remote_qpn = m->qpn;
+    n->remote_psn = m->starting_psn;
+    /* our reads are bounded by its responder resources, and the reverse */
+    n->resp_res = m->init_depth;
+    n->init_depth = m->resp_res;
+    n->retry_cnt = m->retry_cnt;
+    n->rnr_retry = m->rnr_retry;
+    n->mtu = m->mtu;
+    n->timeout_exp = m->remote_cm_timeout;
+    n->ack_timeout = m->ack_timeout;
+    scm_ip_sa(dst, (uint16_t)(m->service_id & 0xffff), &n->id.route.addr.src_storage);
+    scm_ip_sa(src, h.src_port, &n->id.route.addr.dst_storage);
+    n->path.mtu = (enum ibv_mtu)n->mtu;
+    memcpy(n->path.dgid.raw, sgid, 16);
+    memcpy(n->path.sgid.raw, scm_svc.gid, 16);
+    n->id.route.path_rec = &n->path;
+    n->id.route.num_paths = 1;
+    struct scm_event *e = ev_priv(n, RDMA_CM_EVENT_CONNECT_REQUEST, 0, m, SCM_IPHDR_LEN);
+    if (!e)
+        return;
+    e->ev.listen_id = &l->id;
+    e->ev.param.conn.responder_resources = n->resp_res;
+    e->ev.param.conn.initiator_depth = n->init_depth;
+    e->ev.param.conn.flow_control = m->flow_ctl;
+    e->ev.param.conn.retry_count = m->retry_cnt;
+    e->ev.param.conn.rnr_retry_count = m->rnr_retry;
+    e->ev.param.conn.srq = m->srq;
+    e->ev.param.conn.qp_num = m->qpn;
+    (void)now_ns;
+    struct scm_channel *c = sr_container_of(n->id.channel, struct scm_channel, ch);
+    scm_chan_post(c, e);
+}
+
+static void rx_rep(const struct scm_mad *m, uint64_t now_ns)
+{
+    struct scm_id *id = id_by_local(m->remote_comm_id);
+    if (!id)
+        return;
+    if (id->state == SCM_ESTABLISHED && id->remote_comm_id == m->local_comm_id) {
+        /* our RTU was lost: repeat it (IBA 12.9.6.3) */
+        scm_send_mad(id->peer_gid, id->last);
+        return;
+    }
+    if (id->state != SCM_REQ_SENT)
+        return;
+    id->remote_comm_id = m->local_comm_id;
+    id->remote_qpn = m->qpn;
+    id->remote_psn = m->starting_psn;
+    id->resp_res = m->init_depth < id->resp_res ? m->init_depth : id->resp_res;
+    id->init_depth = m->resp_res < id->init_depth ? m->resp_res : id->init_depth;
+    id->deadline_ns = 0;
+    if (!id->id.qp) {
+        id->state = SCM_REP_RCVD;
+        struct scm_event *e = ev_priv(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, m, 0);
+        if (e) {
+            e->ev.param.conn.responder_resources = m->resp_res;
+            e->ev.param.conn.initiator_depth = m->init_depth;
+            e->ev.param.conn.qp_num = m->qpn;
+            e->ev.param.conn.srq = m->srq;
+            scm_event_send(id, e);
+        }
+        return;
+    }
+    if (qp_to(id, IBV_QPS_RTR) || qp_to(id, IBV_QPS_RTS)) {
+        send_rej(id->peer_gid, id->local_comm_id, id->remote_comm_id, 1, 3, NULL, 0);
+        id->state = SCM_CLOSED;
+        scm_post(id, RDMA_CM_EVENT_CONNECT_ERROR, -EIO);
+        return;
+    }
+    struct scm_mad rtu = {.attr_id = SCM_ATTR_RTU,
+                          .tid = m->tid,
+                          .local_comm_id = id->local_comm_id,
+                          .remote_comm_id = id->remote_comm_id};
+    send_kept(id, &rtu, false, now_ns);
+    id->state = SCM_ESTABLISHED;
+    struct scm_event *e = ev_priv(id, RDMA_CM_EVENT_ESTABLISHED, 0, m, 0);
+    if (e) {
+        e->ev.param.conn.responder_resources = id->resp_res;
+        e->ev.param.conn.initiator_depth = id->init_depth;
+        scm_event_send(id, e);
+    }
+}
+
+static void rx_rtu(const struct scm_mad *m)
+{
+    struct scm_id *id = id_by_local(m->remote_comm_id);
+    if (!id || id->state != SCM_REP_SENT || id->remote_comm_id != m->local_comm_id)
+        return;
+    id->deadline_ns = 0;
+    id->state = SCM_ESTABLISHED;
+    deliver_established(id);
+}
+
+static void rx_rej(const struct scm_mad *m)
+{
+    struct scm_id *id = id_by_local(m->remote_comm_id);
+    if (!id)
+        return;
+    if (id->state != SCM_REQ_SENT && id->state != SCM_REP_SENT && id->state != SCM_REP_RCVD)
+        return;
+    id->deadline_ns = 0;
+    id->state = SCM_CLOSED;
+    qp_err(id);
+    /* IBA 12.6.7.2: a REJ for "timeout" is what a peer that gave up sends */
+    enum rdma_cm_event_type t =
+        m->reason == SCM_REJ_TIMEOUT ? RDMA_CM_EVENT_UNREACHABLE : RDMA_CM_EVENT_REJECTED;
+    struct scm_event *e = ev_priv(id, t, m->reason, m, 0);
+    if (e)
+        scm_event_send(id, e);
+}
+
+static void send_drep(struct scm_id *id, uint64_t now_ns)
+{
+    struct scm_mad r = {.attr_id = SCM_ATTR_DREP,
+                        .tid = ((uint64_t)id->local_comm_id << 32) | id->remote_comm_id,
+                        .local_comm_id = id->local_comm_id,
+                        .remote_comm_id = id->remote_comm_id};
+    send_kept(id, &r, false, now_ns);
+}
+
+static void enter_timewait(struct scm_id *id, uint64_t now_ns)
+{
+    id->state = SCM_TIMEWAIT;
+    id->deadline_ns = now_ns + TIMEWAIT_NS;
+}
+
+static void rx_dreq(const uint8_t sgid[16], const struct scm_mad *m, uint64_t now_ns)
+{
+    struct scm_id *id = id_by_local(m->remote_comm_id);
+    if (!id || id->remote_comm_id != m->local_comm_id) {
+        /* IBA 12.9.6.9: a DREQ for no connection is still answered */
+        struct scm_mad r = {.attr_id = SCM_ATTR_DREP,
+                            .tid = m->tid,
+                            .local_comm_id = m->remote_comm_id,
+                            .remote_comm_id = m->local_comm_id};
+        uint8_t buf[SCM_MAD_LEN];
+        if (!scm_mad_encode(&r, buf))
+            scm_send_mad(sgid, buf);
+        return;
+    }
+    switch (id->state) {
+    case SCM_REP_SENT: /* the RTU was lost, the DREQ implies it (IBA 12.9.6.4) */
+    case SCM_ESTABLISHED:
+        qp_err(id);
+        send_drep(id, now_ns);
+        enter_timewait(id, now_ns);
+        scm_post(id, RDMA_CM_EVENT_DISCONNECTED, 0);
+        break;
+    case SCM_DREQ_SENT: /* both sides disconnect at once */
+        send_drep(id, now_ns);
+        enter_timewait(id, now_ns);
+        scm_post(id, RDMA_CM_EVENT_DISCONNECTED, 0);
+        break;
+    case SCM_TIMEWAIT:
+        send_drep(id, now_ns);
+        id->deadline_ns = now_ns + TIMEWAIT_NS;
+        break;
+    default:
+        break;
+    }
+}
+
+static void rx_drep(const struct scm_mad *m, uint64_t now_ns)
+{
+    struct scm_id *id = id_by_local(m->remote_comm_id);
+    if (!id || id->state != SCM_DREQ_SENT || id->remote_comm_id != m->local_comm_id)
+        return;
+    enter_timewait(id, now_ns);
+    scm_post(id, RDMA_CM_EVENT_DISCONNECTED, 0);
+}
+
+static void rx_mra(const struct scm_mad *m, uint64_t now_ns)
+{
+    struct scm_id *id = id_by_local(m->remote_comm_id);
+    if (!id || (id->state != SCM_REQ_SENT && id->state != SCM_REP_SENT))
+        return;
+    /* IBA 12.6.6: the peer needs its service timeout more before it answers */
+    id->deadline_ns = now_ns + cm_timeout_ns(m->service_timeout) + cm_timeout_ns(id->timeout_exp);
+}
+
+void scm_cm_rx(const uint8_t sgid[16], const uint8_t *buf, size_t len, uint64_t now_ns)
+{
+    struct scm_mad m;
+    if (scm_mad_decode(buf, len, &m))
+        return; /* not a CM MAD we speak: dropped (IBA 13.5.3.2) */
+    switch (m.attr_id) {
+    case SCM_ATTR_REQ:
+        rx_req(sgid, &m, now_ns);
+        break;
+    case SCM_ATTR_REP:
+        rx_rep(&m, now_ns);
+        break;
+    case SCM_ATTR_RTU:
+        rx_rtu(&m);
+        break;
+    case SCM_ATTR_REJ:
+        rx_rej(&m);
+        break;
+    case SCM_ATTR_MRA:
+        rx_mra(&m, now_ns);
+        break;
+    case SCM_ATTR_DREQ:
+        rx_dreq(sgid, &m, now_ns);
+        break;
+    case SCM_ATTR_DREP:
+        rx_drep(&m, now_ns);
+        break;
+    default:
+        break;
+    }
+}
+
+uint64_t scm_cm_timers(uint64_t now_ns)
+{
+    uint64_t next = 0;
+    for (struct scm_id *i = scm_svc.ids; i; i = i->next) {
+        if (i->deadline_ns && i->deadline_ns <= now_ns) {
+            i->deadline_ns = 0;
+            if (i->state == SCM_TIMEWAIT) {
+                i->state = SCM_CLOSED;
+                scm_post(i, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
+            } else if (i->retries_left) {
+                /* IBA 12.7.32: resend up to Max CM Retries times */
+                i->retries_left--;
+                scm_send_mad(i->peer_gid, i->last);
+                i->deadline_ns = now_ns + 2 * cm_timeout_ns(i->timeout_exp);
+            } else if (i->state == SCM_REQ_SENT || i->state == SCM_REP_SENT) {
+                send_rej(i->peer_gid, i->local_comm_id, i->remote_comm_id,
+                         i->state == SCM_REQ_SENT ? 0 : 1, SCM_REJ_TIMEOUT, NULL, 0);
+                i->state = SCM_CLOSED;
+                qp_err(i);
+                scm_post(i, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
+            } else if (i->state == SCM_DREQ_SENT) {
+                enter_timewait(i, now_ns);
+                scm_post(i, RDMA_CM_EVENT_DISCONNECTED, 0);
+            }
+        }
+        if (i->deadline_ns && (!next || i->deadline_ns < next))
+            next = i->deadline_ns;
+    }
+    return next;
+}

@@ -1,0 +1,432 @@
+/* conn.c: the consumer's side of a connection: QPs on ids, connect,
+ * accept, reject, disconnect, and the QP attributes rdma_cm chooses. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scm_int.h"
+
+#define LOCK() pthread_mutex_lock(&scm_svc.lock)
+#define UNLOCK() pthread_mutex_unlock(&scm_svc.lock)
+
+static int fail(int err)
+{
+    errno = err;
+    return -1;
+}
+
+static struct scm_id *sid(struct rdma_cm_id *id)
+{
+    return sr_container_of(id, struct scm_id, id);
+}
+
+static uint32_t qkey_of(const struct scm_id *i)
+{
+    return i->id.ps == RDMA_PS_IPOIB ? 0 : 0x01234567; /* RDMA_UDP_QKEY */
+}
+
+SCM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *a, int *mask)
+{
+    if (!id || !a || !mask)
+        return fail(EINVAL);
+    struct scm_id *i = sid(id);
+    enum ibv_qp_state st = a->qp_state;
+    memset(a, 0, sizeof(*a));
+    a->qp_state = st;
+    switch (st) {
+    case IBV_QPS_INIT:
+        a->pkey_index = 0;
+        a->port_num = 1;
+        if (id->qp_type == IBV_QPT_UD) {
+            a->qkey = i->remote_qkey ? i->remote_qkey : qkey_of(i);
+            *mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+        } else {
+            a->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+            *mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+        }
+        return 0;
+    case IBV_QPS_RTR:
+        if (id->qp_type == IBV_QPT_UD) {
+            *mask = IBV_QP_STATE;
+            return 0;
+        }
+        if (i->state < SCM_REQ_SENT && i->state != SCM_ROUTE_RESOLVED)
+            return fail(EINVAL);
+        a->path_mtu = (enum ibv_mtu)(i->mtu ? i->mtu : IBV_MTU_1024);
+        a->dest_qp_num = i->remote_qpn;
+        a->rq_psn = i->remote_psn;
+        a->max_dest_rd_atomic = i->init_depth ? i->init_depth : 1;
+        a->min_rnr_timer = 12;
+        a->ah_attr.is_global = 1;
+        a->ah_attr.port_num = 1;
+        a->ah_attr.grh.sgid_index = 0;
+        a->ah_attr.grh.hop_limit = 64;
+        a->ah_attr.grh.traffic_class = i->tos;
+        memcpy(a->ah_attr.grh.dgid.raw, i->peer_gid, 16);
+        *mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+        return 0;
+    case IBV_QPS_RTS:
+        if (id->qp_type == IBV_QPT_UD) {
+            a->sq_psn = i->local_psn;
+            *mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+            return 0;
+        }
+        a->sq_psn = i->local_psn;
+        a->timeout = i->ack_timeout;
+        a->retry_cnt = i->retry_cnt;
+        a->rnr_retry = i->rnr_retry;
+        a->max_rd_atomic = i->resp_res ? i->resp_res : 1;
+        *mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+        return 0;
+    default:
+        return fail(EINVAL);
+    }
+}
+
+static int modify_to(struct rdma_cm_id *id, enum ibv_qp_state st)
+{
+    struct ibv_qp_attr a = {.qp_state = st};
+    int mask;
+    if (rdma_init_qp_attr(id, &a, &mask))
+        return errno;
+    return ibv_modify_qp(id->qp, &a, mask);
+}
+
+SCM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
+{
+    if (!id || !attr || id->qp)
+        return fail(EINVAL);
+    struct scm_id *i = sid(id);
+    if (!id->verbs)
+        id->verbs = scm_svc.verbs;
+    struct ibv_pd *pd = (attr->comp_mask & IBV_QP_INIT_ATTR_PD) ? attr->pd : NULL;
+    if (!pd)
+        pd = id->pd ? id->pd : scm_svc.pd;
+    /* librdmacm makes the CQs an id lacks, each with a channel */
+    if (!attr->send_cq || (!attr->recv_cq && !attr->srq)) {
+        uint32_t n = attr->cap.max_send_wr + attr->cap.max_recv_wr;
+        if (!id->recv_cq) {
+            id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
+            id->recv_cq = id->recv_cq_channel
+                              ? ibv_create_cq(id->verbs, n ? (int)n : 1, id, id->recv_cq_channel, 0)
+                              : NULL;
+            id->send_cq_channel = id->recv_cq_channel;
+            id->send_cq = id->recv_cq;
+        }
+        if (!id->recv_cq)
+            return fail(ENOMEM);
+        if (!attr->send_cq)
+            attr->send_cq = id->send_cq;
+        if (!attr->recv_cq && !attr->srq)
+            attr->recv_cq = id->recv_cq;
+    }
+    struct ibv_qp_init_attr ia = {.qp_context = attr->qp_context,
+                                  .send_cq = attr->send_cq,
+                                  .recv_cq = attr->recv_cq,
+                                  .srq = attr->srq ? attr->srq : id->srq,
+                                  .cap = attr->cap,
+                                  .qp_type = attr->qp_type,
+                                  .sq_sig_all = attr->sq_sig_all};
+    struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+    if (!qp)
+        return -1;
+    attr->cap = ia.cap;
+    id->qp = qp;
+    int err = modify_to(id, IBV_QPS_INIT);
+    if (!err && id->qp_type == IBV_QPT_UD) {
+        err = modify_to(id, IBV_QPS_RTR);
+        if (!err)
+            err = modify_to(id, IBV_QPS_RTS);
+    }
+    (void)i;
+    if (err) {
+        ibv_destroy_qp(qp);
+        id->qp = NULL;
+        return fail(err);
+    }
+    return 0;
+}
+
+SCM_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
+                              struct ibv_qp_init_attr *qp_init_attr)
+{
+    if (!id || !qp_init_attr)
+        return fail(EINVAL);
+    struct ibv_qp_init_attr_ex ax = {.qp_context = qp_init_attr->qp_context,
+                                     .send_cq = qp_init_attr->send_cq,
+                                     .recv_cq = qp_init_attr->recv_cq,
+                                     .srq = qp_init_attr->srq,
+                                     .cap = qp_init_attr->cap,
+                                     .qp_type = qp_init_attr->qp_type,
+                                     .sq_sig_all = qp_init_attr->sq_sig_all,
+                                     .comp_mask = IBV_QP_INIT_ATTR_PD,
+                                     .pd = pd};
+    int r = rdma_create_qp_ex(id, &ax);
+    if (!r) {
+        qp_init_attr->cap = ax.cap;
+        qp_init_attr->send_cq = ax.send_cq;
+        qp_init_attr->recv_cq = ax.recv_cq;
+    }
+    return r;
+}
+
+SCM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
+{
+    if (!id || !id->qp)
+        return;
+    ibv_destroy_qp(id->qp);
+    id->qp = NULL;
+}
+
+static uint32_t rand24(void)
+{
+    return (scm_svc.next_comm_id++ * 2654435761u) & 0xffffff;
+}
+
+static void fill_conn(struct scm_id *i, const struct rdma_conn_param *p)
+{
+    if (!p)
+        return;
+    i->resp_res = p->responder_resources;
+    i->init_depth = p->initiator_depth;
+    if (p->retry_count)
+        i->retry_cnt = p->retry_count > 7 ? 7 : p->retry_count;
+    i->rnr_retry = p->rnr_retry_count > 7 ? 7 : p->rnr_retry_count;
+}
+
+SCM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
+{
+    if (!id)
+        return fail(EINVAL);
+    struct scm_id *i = sid(id);
+    if (p && p->private_data_len > 92 - SCM_IPHDR_LEN)
+        return fail(EINVAL);
+    LOCK();
+    if (i->state != SCM_ROUTE_RESOLVED || id->qp_type != IBV_QPT_RC) {
+        UNLOCK();
+        return fail(id->qp_type == IBV_QPT_RC ? EINVAL : ENOSYS);
+    }
+    fill_conn(i, p);
+    i->local_psn = rand24();
+    struct scm_mad m = {.attr_id = SCM_ATTR_REQ,
+                        .tid = ((uint64_t)i->local_comm_id << 32) | 1,
+                        .local_comm_id = i->local_comm_id,
+                        .service_id = scm_service_id((uint16_t)id->ps, scm_id_port(i, false)),
+                        .ca_guid = scm_svc.guid,
+                        .qpn = id->qp ? id->qp->qp_num : (p ? p->qp_num : 0),
+                        .resp_res = i->resp_res,
+                        .init_depth = i->init_depth,
+                        .remote_cm_timeout = i->timeout_exp,
+                        .transport = SCM_TS_RC,
+                        .flow_ctl = p ? p->flow_control : 1,
+                        .starting_psn = i->local_psn,
+                        .local_cm_timeout = i->timeout_exp,
+                        .retry_cnt = i->retry_cnt,
+                        .pkey = 0xffff,
+                        .mtu = i->mtu,
+                        .rnr_retry = i->rnr_retry,
+                        .max_cm_retries = 8,
+                        .srq = id->qp ? id->qp->srq != NULL : (p ? p->srq : 0),
+                        /* RoCE: no LIDs, the permissive LID (IBA A16.4) */
+                        .local_lid = 0xffff,
+                        .remote_lid = 0xffff,
+                        .traffic_class = i->tos,
+                        .hop_limit = 64,
+                        .ack_timeout = i->ack_timeout};
+    memcpy(m.local_gid, scm_svc.gid, 16);
+    memcpy(m.remote_gid, i->peer_gid, 16);
+    struct scm_iphdr h = {.src_port = scm_id_port(i, true)};
+    uint16_t dummy;
+    (void)dummy;
+    const struct sockaddr *s = &id->route.addr.src_addr, *d = &id->route.addr.dst_addr;
+    h.ip_ver = d->sa_family == AF_INET6 ? 6 : 4;
+    if (h.ip_ver == 4) {
+        memcpy(h.src + 12, &((const struct sockaddr_in *)(const void *)s)->sin_addr, 4);
+        memcpy(h.dst + 12, &((const struct sockaddr_in *)(const void *)d)->sin_addr, 4);
+    } else {
+        memcpy(h.src, &((const struct sockaddr_in6 *)(const void *)s)->sin6_addr, 16);
+        memcpy(h.dst, &((const struct sockaddr_in6 *)(const void *)d)->sin6_addr, 16);
+    }
+    scm_iphdr_encode(&h, m.priv);
+    m.priv_len = SCM_IPHDR_LEN;
+    if (p && p->private_data_len) {
+        memcpy(m.priv + SCM_IPHDR_LEN, p->private_data, p->private_data_len);
+        m.priv_len += p->private_data_len;
+    }
+    if (scm_mad_encode(&m, i->last)) {
+        UNLOCK();
+        return fail(EINVAL);
+    }
+    scm_send_mad(i->peer_gid, i->last);
+    i->retries_left = CM_MAX_RETRIES_PUB;
+    i->deadline_ns = scm_now_ns() + 2 * (4096ull << i->timeout_exp);
+    i->state = SCM_REQ_SENT;
+    bool sync = i->sync;
+    scm_svc_kick();
+    UNLOCK();
+    return sync ? scm_sync_wait(i, RDMA_CM_EVENT_ESTABLISHED) : 0;
+}
+
+SCM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
+{
+    if (!id)
+        return fail(EINVAL);
+    struct scm_id *i = sid(id);
+    if (p && p->private_data_len > 196)
+        return fail(EINVAL);
+    LOCK();
+    if (i->state != SCM_REQ_RCVD) {
+        UNLOCK();
+        return fail(EINVAL);
+    }
+    if (p) {
+        /* no more than the requester offered (IBA 12.6.8) */
+        if (p->responder_resources < i->init_depth)
+            i->init_depth = p->responder_resources;
+        if (p->initiator_depth < i->resp_res)
+            i->resp_res = p->initiator_depth;
+        if (!id->qp) {
+            i->rnr_retry = p->rnr_retry_count > 7 ? 7 : p->rnr_retry_count;
+        }
+    }
+    i->local_psn = rand24();
+    struct ibv_port_attr pa;
+    if (!ibv_query_port(scm_svc.verbs, 1, &pa) && pa.active_mtu < i->mtu)
+        i->mtu = pa.active_mtu;
+    if (id->qp) {
+        int err = modify_to(id, IBV_QPS_RTR);
+        if (!err)
+            err = modify_to(id, IBV_QPS_RTS);
+        if (err) {
+            UNLOCK();
+            return fail(err);
+        }
+    }
+    struct scm_mad m = {.attr_id = SCM_ATTR_REP,
+                        .tid = ((uint64_t)i->remote_comm_id << 32) | 1,
+                        .local_comm_id = i->local_comm_id,
+                        .remote_comm_id = i->remote_comm_id,
+                        .qpn = id->qp ? id->qp->qp_num : (p ? p->qp_num : 0),
+                        .starting_psn = i->local_psn,
+                        .resp_res = i->init_depth,
+                        .init_depth = i->resp_res,
+                        .target_ack_delay = 15,
+                        .flow_ctl = 1,
+                        .rnr_retry = i->rnr_retry,
+                        .srq = id->qp ? id->qp->srq != NULL : (p ? p->srq : 0),
+                        .ca_guid = scm_svc.guid};
+    if (p && p->private_data_len) {
+        memcpy(m.priv, p->private_data, p->private_data_len);
+        m.priv_len = p->private_data_len;
+    }
+    if (scm_mad_encode(&m, i->last)) {
+        UNLOCK();
+        return fail(EINVAL);
+    }
+    scm_send_mad(i->peer_gid, i->last);
+    i->retries_left = CM_MAX_RETRIES_PUB;
+    i->deadline_ns = scm_now_ns() + 2 * (4096ull << i->timeout_exp);
+    i->state = SCM_REP_SENT;
+    bool sync = i->sync;
+    scm_svc_kick();
+    UNLOCK();
+    return sync ? scm_sync_wait(i, RDMA_CM_EVENT_ESTABLISHED) : 0;
+}
+
+SCM_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
+                           uint8_t private_data_len)
+{
+    if (!id || private_data_len > 148)
+        return fail(EINVAL);
+    struct scm_id *i = sid(id);
+    LOCK();
+    if (i->state != SCM_REQ_RCVD && i->state != SCM_REP_RCVD) {
+        UNLOCK();
+        return fail(EINVAL);
+    }
+    struct scm_mad m = {.attr_id = SCM_ATTR_REJ,
+                        .local_comm_id = i->local_comm_id,
+                        .remote_comm_id = i->remote_comm_id,
+                        .msg_kind = i->state == SCM_REQ_RCVD ? 0 : 1,
+                        .reason = SCM_REJ_CONSUMER,
+                        .priv_len = private_data_len};
+    if (private_data_len)
+        memcpy(m.priv, private_data, private_data_len);
+    uint8_t buf[SCM_MAD_LEN];
+    if (!scm_mad_encode(&m, buf))
+        scm_send_mad(i->peer_gid, buf);
+    i->state = SCM_CLOSED;
+    UNLOCK();
+    return 0;
+}
+
+SCM_EXPORT int rdma_establish(struct rdma_cm_id *id)
+{
+    if (!id)
+        return fail(EINVAL);
+    struct scm_id *i = sid(id);
+    LOCK();
+    if (i->state != SCM_REP_RCVD) {
+        UNLOCK();
+        return fail(EINVAL);
+    }
+    struct scm_mad m = {.attr_id = SCM_ATTR_RTU,
+                        .local_comm_id = i->local_comm_id,
+                        .remote_comm_id = i->remote_comm_id};
+    if (!scm_mad_encode(&m, i->last))
+        scm_send_mad(i->peer_gid, i->last);
+    i->state = SCM_ESTABLISHED;
+    UNLOCK();
+    return 0;
+}
+
+SCM_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
+{
+    if (!id)
+        return fail(EINVAL);
+    struct scm_id *i = sid(id);
+    LOCK();
+    /* a first packet on the QP stands for the RTU (IBA 12.9.6.5) */
+    if (event == IBV_EVENT_COMM_EST && i->state == SCM_REP_SENT) {
+        i->deadline_ns = 0;
+        i->state = SCM_ESTABLISHED;
+        struct scm_event *e = scm_event_new(i, RDMA_CM_EVENT_ESTABLISHED, 0);
+        if (e)
+            scm_event_send(i, e);
+    }
+    UNLOCK();
+    return 0;
+}
+
+SCM_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
+{
+    if (!id)
+        return fail(EINVAL);
+    struct scm_id *i = sid(id);
+    LOCK();
+    if (id->qp) {
+        struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+        ibv_modify_qp(id->qp, &a, IBV_QP_STATE);
+    }
+    if (i->state != SCM_ESTABLISHED && i->state != SCM_REP_SENT) {
+        int ok = i->state == SCM_TIMEWAIT || i->state == SCM_DREQ_SENT || i->state == SCM_CLOSED;
+        UNLOCK();
+        return ok ? 0 : fail(EINVAL);
+    }
+    struct scm_mad m = {.attr_id = SCM_ATTR_DREQ,
+                        .tid = ((uint64_t)i->local_comm_id << 32) | 2,
+                        .local_comm_id = i->local_comm_id,
+                        .remote_comm_id = i->remote_comm_id,
+                        .qpn = i->remote_qpn};
+    if (!scm_mad_encode(&m, i->last))
+        scm_send_mad(i->peer_gid, i->last);
+    i->retries_left = CM_MAX_RETRIES_PUB;
+    i->deadline_ns = scm_now_ns() + 2 * (4096ull << i->timeout_exp);
+    i->state = SCM_DREQ_SENT;
+    scm_svc_kick();
+    UNLOCK();
+    return 0;
+}

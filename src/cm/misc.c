@@ -1,0 +1,307 @@
+/* misc.c: options, ports, devices, rdma_getaddrinfo, the endpoint helpers
+ * (rdma_create_ep, rdma_get_request) and what softrdma does not offer yet:
+ * multicast, ECE and rsockets, which fail cleanly with an errno. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <rdma/rdma_verbs.h>
+#include <rdma/rsocket.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scm_int.h"
+
+#define LOCK() pthread_mutex_lock(&scm_svc.lock)
+#define UNLOCK() pthread_mutex_unlock(&scm_svc.lock)
+
+static int fail(int err)
+{
+    errno = err;
+    return -1;
+}
+
+static struct scm_id *sid(struct rdma_cm_id *id)
+{
+    return sr_container_of(id, struct scm_id, id);
+}
+
+SCM_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
+                               size_t optlen)
+{
+    if (!id || !optval)
+        return fail(EINVAL);
+    struct scm_id *i = sid(id);
+    if (level == RDMA_OPTION_ID) {
+        switch (optname) {
+        case RDMA_OPTION_ID_TOS:
+            if (optlen != sizeof(uint8_t))
+                return fail(EINVAL);
+            i->tos = *(uint8_t *)optval, i->tos_set = true;
+            return 0;
+        case RDMA_OPTION_ID_REUSEADDR:
+            if (optlen != sizeof(int))
+                return fail(EINVAL);
+            i->reuseaddr = *(int *)optval != 0;
+            return 0;
+        case RDMA_OPTION_ID_AFONLY:
+            if (optlen != sizeof(int))
+                return fail(EINVAL);
+            i->afonly = *(int *)optval != 0;
+            return 0;
+        case RDMA_OPTION_ID_ACK_TIMEOUT:
+            if (optlen != sizeof(uint8_t))
+                return fail(EINVAL);
+            i->ack_timeout = *(uint8_t *)optval;
+            return 0;
+        }
+        return fail(ENOSYS);
+    }
+    return fail(level == RDMA_OPTION_IB ? ENOSYS : EINVAL);
+}
+
+SCM_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *id)
+{
+    return id ? htons(scm_id_port(sid(id), true)) : 0;
+}
+
+SCM_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *id)
+{
+    return id ? htons(scm_id_port(sid(id), false)) : 0;
+}
+
+SCM_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
+{
+    LOCK();
+    int err = scm_svc_up();
+    UNLOCK();
+    struct ibv_context **l = calloc(2, sizeof(*l));
+    if (!l) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (!err)
+        l[0] = scm_svc.verbs;
+    if (num_devices)
+        *num_devices = err ? 0 : 1;
+    return l;
+}
+
+SCM_EXPORT void rdma_free_devices(struct ibv_context **list)
+{
+    free(list);
+}
+
+SCM_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
+                                const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
+{
+    if (!res || (!node && !service))
+        return fail(EINVAL);
+    struct addrinfo h = {.ai_socktype = SOCK_STREAM}, *ai;
+    int ps = RDMA_PS_TCP;
+    int flags = 0;
+    if (hints) {
+        if (hints->ai_family == AF_IB)
+            return fail(EAFNOSUPPORT);
+        h.ai_family = hints->ai_family;
+        if (hints->ai_flags & RAI_PASSIVE)
+            h.ai_flags |= AI_PASSIVE;
+        if (hints->ai_flags & RAI_NUMERICHOST)
+            h.ai_flags |= AI_NUMERICHOST;
+        if (hints->ai_port_space)
+            ps = hints->ai_port_space;
+        else if (hints->ai_qp_type == IBV_QPT_UD)
+            ps = RDMA_PS_UDP;
+        flags = hints->ai_flags;
+    }
+    int r = getaddrinfo(node, service, &h, &ai);
+    if (r)
+        return r == EAI_SYSTEM ? -1 : fail(r == EAI_NONAME ? ENOENT : EINVAL);
+    struct rdma_addrinfo *ra = calloc(1, sizeof(*ra));
+    struct sockaddr *sa = malloc(ai->ai_addrlen);
+    if (!ra || !sa) {
+        free(ra), free(sa), freeaddrinfo(ai);
+        return fail(ENOMEM);
+    }
+    memcpy(sa, ai->ai_addr, ai->ai_addrlen);
+    ra->ai_flags = flags;
+    ra->ai_family = ai->ai_family;
+    ra->ai_qp_type = ps == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC;
+    ra->ai_port_space = ps;
+    if (flags & RAI_PASSIVE) {
+        ra->ai_src_addr = sa;
+        ra->ai_src_len = ai->ai_addrlen;
+    } else {
+        ra->ai_dst_addr = sa;
+        ra->ai_dst_len = ai->ai_addrlen;
+    }
+    freeaddrinfo(ai);
+    *res = ra;
+    return 0;
+}
+
+SCM_EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
+{
+    while (res) {
+        struct rdma_addrinfo *n = res->ai_next;
+        free(res->ai_src_addr);
+        free(res->ai_dst_addr);
+        free(res->ai_src_canonname);
+        free(res->ai_dst_canonname);
+        free(res->ai_route);
+        free(res->ai_connect);
+        free(res);
+        res = n;
+    }
+}
+
+SCM_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
+                              struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)
+{
+    if (!id || !res)
+        return fail(EINVAL);
+    struct rdma_cm_id *c;
+    if (rdma_create_id(NULL, &c, NULL, (enum rdma_port_space)res->ai_port_space))
+        return -1;
+    int r;
+    if (res->ai_flags & RAI_PASSIVE)
+        r = rdma_bind_addr(c, res->ai_src_addr);
+    else
+        r = rdma_resolve_addr(c, res->ai_src_addr, res->ai_dst_addr, 2000) ||
+            rdma_resolve_route(c, 2000);
+    if (r)
+        goto err;
+    c->pd = pd;
+    if (qp_init_attr) {
+        /* a listener's QP attributes go to each request (rdma_get_request) */
+        if (res->ai_flags & RAI_PASSIVE) {
+            struct ibv_qp_init_attr *keep = malloc(sizeof(*keep));
+            if (!keep)
+                goto err;
+            *keep = *qp_init_attr;
+            sid(c)->qp_attr = keep;
+        } else if (rdma_create_qp(c, pd, qp_init_attr)) {
+            goto err;
+        }
+    }
+    *id = c;
+    return 0;
+err:
+    {
+        int e = errno;
+        rdma_destroy_id(c);
+        errno = e;
+    }
+    return -1;
+}
+
+SCM_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
+{
+    if (!id)
+        return;
+    rdma_destroy_qp(id);
+    if (id->recv_cq)
+        ibv_destroy_cq(id->recv_cq);
+    if (id->recv_cq_channel)
+        ibv_destroy_comp_channel(id->recv_cq_channel);
+    free(sid(id)->qp_attr);
+    rdma_destroy_id(id);
+}
+
+SCM_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
+{
+    if (!listen || !id)
+        return fail(EINVAL);
+    struct scm_id *l = sid(listen);
+    if (!l->sync)
+        return fail(EINVAL);
+    struct rdma_cm_event *ev;
+    for (;;) {
+        if (rdma_get_cm_event(listen->channel, &ev))
+            return -1;
+        if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+            break;
+        rdma_ack_cm_event(ev);
+    }
+    struct rdma_cm_id *c = ev->id;
+    c->event = ev;
+    c->pd = listen->pd;
+    if (l->qp_attr) {
+        struct ibv_qp_init_attr a = *l->qp_attr;
+        if (rdma_create_qp(c, listen->pd, &a)) {
+            int e = errno;
+            rdma_reject(c, NULL, 0);
+            rdma_destroy_id(c);
+            return fail(e);
+        }
+    }
+    *id = c;
+    return 0;
+}
+
+SCM_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
+{
+    if (!id || !attr)
+        return fail(EINVAL);
+    struct ibv_srq_init_attr a = {.srq_context = attr->srq_context, .attr = attr->attr};
+    struct ibv_pd *pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) && attr->pd ? attr->pd
+                        : id->pd                                             ? id->pd
+                                                                             : scm_svc.pd;
+    if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC)
+        return fail(ENOSYS);
+    id->srq = ibv_create_srq(pd, &a);
+    return id->srq ? 0 : -1;
+}
+
+SCM_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
+                               struct ibv_srq_init_attr *attr)
+{
+    if (!id || !attr)
+        return fail(EINVAL);
+    struct ibv_srq_init_attr_ex ax = {.srq_context = attr->srq_context,
+                                      .attr = attr->attr,
+                                      .comp_mask = IBV_SRQ_INIT_ATTR_PD,
+                                      .pd = pd};
+    return rdma_create_srq_ex(id, &ax);
+}
+
+SCM_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
+{
+    if (id && id->srq) {
+        ibv_destroy_srq(id->srq);
+        id->srq = NULL;
+    }
+}
+
+/* ---- not offered: clean failures ---- */
+SCM_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
+{
+    (void)id, (void)addr, (void)context;
+    return fail(ENOSYS);
+}
+SCM_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc,
+                                      void *context)
+{
+    (void)id, (void)mc, (void)context;
+    return fail(ENOSYS);
+}
+SCM_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+    (void)id, (void)addr;
+    return fail(EADDRNOTAVAIL);
+}
+SCM_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+    (void)id, (void)ece;
+    return fail(EOPNOTSUPP);
+}
+SCM_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+    (void)id, (void)ece;
+    return fail(EOPNOTSUPP);
+}
+SCM_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
+                               uint8_t private_data_len)
+{
+    return rdma_reject(id, private_data, private_data_len);
+}

@@ -1,0 +1,52 @@
+/* scm_int.h: what svc.c (the service) and cm.c (the API and the state
+ * machine) share. Every function here runs with scm_svc.lock held. */
+#ifndef SCM_INT_H
+#define SCM_INT_H
+
+#include <netinet/in.h>
+#include <stddef.h>
+
+#include "scm.h"
+
+#define sr_container_of(p, type, member) ((type *)(void *)((char *)(p)-offsetof(type, member)))
+enum { SR_GRH = 40 }; /* a UD receive starts with the GRH (IBA 11.4.1.2) */
+
+uint64_t scm_now_ns(void);
+void scm_chan_post(struct scm_channel *c, struct scm_event *e);
+struct scm_event *scm_chan_pop(struct scm_channel *c);
+void scm_chan_purge(struct scm_channel *c, struct scm_id *id);
+struct scm_event *scm_event_new(struct scm_id *id, enum rdma_cm_event_type type, int status);
+void scm_event_send(struct scm_id *id, struct scm_event *e);
+void scm_post(struct scm_id *id, enum rdma_cm_event_type type, int status);
+
+int scm_dir_publish(struct scm_id *id, uint16_t port, const uint8_t ip[16]);
+void scm_dir_unpublish(struct scm_id *id);
+bool scm_dir_lookup(uint16_t ps, uint16_t port, const uint8_t ip[16], uint8_t gid[16]);
+bool scm_port_in_use(uint16_t ps, uint16_t port);
+
+int scm_svc_up(void);
+void scm_svc_kick(void);
+void scm_send_mad(const uint8_t dgid[16], const uint8_t mad[SCM_MAD_LEN]);
+
+/* cm.c: a MAD from sgid's QP1; the timers, returning the next deadline (0: none) */
+void scm_cm_rx(const uint8_t sgid[16], const uint8_t *mad, size_t len, uint64_t now_ns);
+uint64_t scm_cm_timers(uint64_t now_ns);
+
+static inline bool scm_ip_is_v4(const uint8_t ip[16])
+{
+    static const uint8_t pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    for (int i = 0; i < 12; i++)
+        if (ip[i] != pfx[i])
+            return false;
+    return true;
+}
+uint16_t scm_id_port(const struct scm_id *id, bool src);
+void scm_ip_sa(const uint8_t ip[16], uint16_t port, struct sockaddr_storage *ss);
+struct scm_id *scm_id_new(struct rdma_event_channel *ch, void *ctx, enum rdma_port_space ps,
+                          enum ibv_qp_type qpt);
+
+enum { CM_MAX_RETRIES_PUB = 8 }; /* IBA 12.7.32: at most 15 */
+/* api.c: a synchronous id's call waits for its event */
+int scm_sync_wait(struct scm_id *id, enum rdma_cm_event_type want);
+
+#endif
