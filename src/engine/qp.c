@@ -702,7 +702,7 @@ int sr_qp_send_check(const struct sr_qp *qp, const struct sr_send_wr *wr)
     if (s < SR_QPS_RTS || qp->type == SR_QPT_XRC_RECV)
         return SR_ERR_INVAL;
     if (!opcode_allowed(qp->type, wr->opcode) || wr->num_sge > qp->attr.cap.max_send_sge ||
-        (wr->num_sge && !wr->sg_list))
+        (wr->num_sge && !wr->sg_list) || (wr->send_flags & ~(uint32_t)SR_SEND_KNOWN))
         return SR_ERR_INVAL;
     uint64_t total = 0;
     for (uint32_t i = 0; i < wr->num_sge; i++)

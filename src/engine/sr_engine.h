@@ -82,6 +82,8 @@ enum sr_send_flags {
     SR_SEND_SIGNALED = 2,
     SR_SEND_SOLICITED = 4,
     SR_SEND_INLINE = 8,
+    SR_SEND_IP_CSUM = 16, /* a checksum offload hint: nothing to do */
+    SR_SEND_KNOWN = 31,   /* any other bit is EINVAL */
 };
 
 enum sr_wc_status {

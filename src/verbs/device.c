@@ -197,6 +197,7 @@ static void device_init(void)
     struct sv_device *d = &sv_dev;
     parse_config(&d->cfg);
     pthread_mutex_init(&d->lock, NULL);
+    pthread_mutex_init(&d->live.lock, NULL);
     d->ibdev.node_type = IBV_NODE_CA;
     d->ibdev.transport_type = IBV_TRANSPORT_IB;
     snprintf(d->ibdev.name, sizeof(d->ibdev.name), "srdma0");
@@ -359,17 +360,28 @@ SV_EXPORT void ibv_free_device_list(struct ibv_device **list)
 
 SV_EXPORT const char *ibv_get_device_name(struct ibv_device *device)
 {
+    if (!sv_is_device(device)) {
+        errno = EINVAL;
+        return NULL;
+    }
     return device->name;
 }
 
 SV_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 {
+    if (!sv_is_device(device)) {
+        errno = EINVAL;
+        return 0;
+    }
     return sr_container_of(device, struct sv_device, ibdev)->guid;
 }
 
 SV_EXPORT int ibv_get_device_index(struct ibv_device *device)
 {
-    (void)device;
+    if (!sv_is_device(device)) {
+        errno = EINVAL;
+        return -1;
+    }
     return 0;
 }
 
@@ -381,6 +393,10 @@ static int sv_query_device_ex(struct ibv_context *context,
 
 SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
+    if (!sv_is_device(device)) {
+        errno = EINVAL;
+        return NULL;
+    }
     struct sv_device *dev = sr_container_of(device, struct sv_device, ibdev);
     struct sv_context *ctx = calloc(1, sizeof(*ctx));
     if (!ctx) {
@@ -420,11 +436,15 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     sv_init_ops(ctx);
     ctx->vctx.query_port = sv_query_port;
     ctx->vctx.query_device_ex = sv_query_device_ex;
+    sv_live_add(c, SV_K_CTX);
     return c;
 }
 
 SV_EXPORT int ibv_close_device(struct ibv_context *context)
 {
+    if (!sv_live_is(context, SV_K_CTX))
+        return EINVAL;
+    sv_live_del(context);
     struct sv_context *ctx = sv_ctx(context);
     sv_device_nic_put(ctx->dev);
     sv_evq_fini(&ctx->async);
@@ -477,6 +497,8 @@ static void fill_device_attr(struct sv_device *d, struct ibv_device_attr *a)
 
 SV_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
 {
+    if (!sv_live_is(context, SV_K_CTX) || !attr)
+        return EINVAL;
     fill_device_attr(sv_ctx(context)->dev, attr);
     return 0;
 }
@@ -507,7 +529,8 @@ static int sv_query_device_ex(struct ibv_context *context,
                               const struct ibv_query_device_ex_input *input,
                               struct ibv_device_attr_ex *attr, size_t attr_size)
 {
-    if (input && input->comp_mask)
+    /* EINVAL, not EOPNOTSUPP: the header's fallback would memset attr */
+    if (!attr || (input && input->comp_mask))
         return EINVAL;
     if (attr_size < sizeof(attr->orig_attr))
         return EINVAL;
@@ -564,6 +587,8 @@ static void fill_port_attr(struct sv_device *d, struct ibv_port_attr *p)
 static int sv_query_port(struct ibv_context *context, uint8_t port_num,
                          struct ibv_port_attr *port_attr, size_t port_attr_len)
 {
+    if (!port_attr || !sv_live_is(context, SV_K_CTX))
+        return EINVAL;
     if (port_num != 1)
         return EINVAL;
     struct ibv_port_attr p;
@@ -617,8 +642,11 @@ bool sv_gid_index_usable(const struct sv_device *d, uint32_t index)
 SV_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index,
                             union ibv_gid *gid)
 {
-    if (port_num != 1 || index < 0 || index >= SV_GID_TBL_LEN)
+    if (!gid || !sv_live_is(context, SV_K_CTX) || port_num != 1 || index < 0 ||
+        index >= SV_GID_TBL_LEN) {
+        errno = EINVAL;
         return -1;
+    }
     if (!gid_at(sv_ctx(context)->dev, (uint32_t)index, gid->raw, NULL))
         memset(gid, 0, sizeof(*gid)); /* an empty slot reads as zero */
     return 0;
@@ -629,6 +657,10 @@ SV_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, 
                                  int *type);
 int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index, int *type)
 {
+    if (!type || !sv_live_is(context, SV_K_CTX)) {
+        errno = EINVAL;
+        return -1;
+    }
     uint8_t g[16];
     enum ibv_gid_type t;
     if (port_num != 1 || index >= SV_GID_TBL_LEN)
@@ -642,6 +674,8 @@ int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned i
 SV_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_index,
                                 struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)
 {
+    if (!entry || !sv_live_is(context, SV_K_CTX))
+        return EINVAL;
     if (flags || entry_size < sizeof(*entry))
         return EINVAL;
     if (port_num != 1 || gid_index >= SV_GID_TBL_LEN)
@@ -662,6 +696,8 @@ SV_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, 
 SV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries,
                                        size_t max_entries, uint32_t flags, size_t entry_size)
 {
+    if (!entries || !sv_live_is(context, SV_K_CTX))
+        return -EINVAL;
     if (flags || entry_size < sizeof(*entries))
         return -EINVAL;
     if (max_entries < SV_GID_USED)
@@ -707,7 +743,13 @@ static int gid_sysfs(const struct sv_device *d, const char *file, char *buf, siz
 
 SV_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 *pkey)
 {
-    (void)context;
+    if (!pkey || !sv_live_is(context, SV_K_CTX)) {
+        errno = EINVAL;
+        return -1;
+    }
+    /* rdma-core reads ports/<port>/pkeys/<index> from sysfs: past the
+     * table, that file does not exist */
+    errno = ENOENT;
     if (port_num != 1 || index != 0)
         return -1;
     *pkey = htons(0xffff);
@@ -716,7 +758,11 @@ SV_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int 
 
 SV_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pkey)
 {
-    (void)context;
+    if (!sv_live_is(context, SV_K_CTX)) {
+        errno = EINVAL;
+        return -1;
+    }
+    errno = ENOENT; /* not found: rdma-core's ibv_query_pkey ran past the table */
     return port_num == 1 && ntohs(pkey) == 0xffff ? 0 : -1;
 }
 
@@ -728,6 +774,10 @@ void sv_async_post(struct sv_context *ctx, enum ibv_event_type type, void *obj)
 
 SV_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
+    if (!event || !sv_live_is(context, SV_K_CTX)) {
+        errno = EINVAL;
+        return -1;
+    }
     struct sv_ev r;
     if (sv_evq_get(&sv_ctx(context)->async, &r))
         return -1;
@@ -766,6 +816,10 @@ SV_EXPORT int ibv_dofork_range(void *base, size_t size);
 
 SV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
 {
+    if (!dir || !file || !buf) {
+        errno = EINVAL;
+        return -1;
+    }
     if (size == 0)
         return -1;
     if (!strcmp(dir, sv_ibdev_path)) {

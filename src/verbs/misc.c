@@ -27,12 +27,16 @@ static void ah_from_kern(struct ibv_ah_attr *dst, const struct ib_uverbs_ah_attr
 SV_EXPORT void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst, struct ib_uverbs_ah_attr *src);
 void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst, struct ib_uverbs_ah_attr *src)
 {
+    if (!dst || !src)
+        return;
     ah_from_kern(dst, src);
 }
 
 SV_EXPORT void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst, struct ib_uverbs_qp_attr *src);
 void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst, struct ib_uverbs_qp_attr *src)
 {
+    if (!dst || !src)
+        return;
     dst->cur_qp_state = src->cur_qp_state;
     dst->path_mtu = src->path_mtu;
     dst->path_mig_state = src->path_mig_state;
@@ -67,6 +71,8 @@ SV_EXPORT void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst,
                                            struct ib_user_path_rec *src);
 void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_path_rec *src)
 {
+    if (!dst || !src)
+        return;
     memcpy(dst->dgid.raw, src->dgid, sizeof(dst->dgid));
     memcpy(dst->sgid.raw, src->sgid, sizeof(dst->sgid));
     dst->dlid = src->dlid;
@@ -91,6 +97,8 @@ void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_pat
 SV_EXPORT void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_rec *src);
 void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_rec *src)
 {
+    if (!dst || !src)
+        return;
     memcpy(dst->dgid, src->dgid.raw, sizeof(src->dgid));
     memcpy(dst->sgid, src->sgid.raw, sizeof(src->sgid));
     dst->dlid = src->dlid;

@@ -34,7 +34,7 @@ static struct sr_nic *nic_of(struct ibv_context *c)
 
 static struct ibv_mw *sv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
-    if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
+    if (!sv_live_is(pd, SV_K_PD) || (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2)) {
         errno = EINVAL;
         return NULL;
     }
@@ -58,11 +58,14 @@ static struct ibv_mw *sv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
     m->ibmw.pd = pd;
     m->ibmw.handle = sr_mw_handle(m->mw);
     m->ibmw.type = type;
+    sv_live_add(&m->ibmw, SV_K_MW);
     return &m->ibmw;
 }
 
 static int sv_dealloc_mw(struct ibv_mw *mw)
 {
+    if (!sv_live_is(mw, SV_K_MW))
+        return EINVAL;
     struct sv_mw *m = sv_mw(mw);
     struct sr_nic *nic = nic_of(mw->context);
     sr_nic_lock(nic);
@@ -70,6 +73,7 @@ static int sv_dealloc_mw(struct ibv_mw *mw)
     sr_nic_unlock(nic);
     if (err)
         return sv_errno(err);
+    sv_live_del(mw);
     free(m);
     return 0;
 }
@@ -99,6 +103,8 @@ int sv_mw_bind_wr(struct ibv_mw *mw, uint32_t rkey, const struct ibv_mw_bind_inf
  * says so). */
 static int sv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *b)
 {
+    if (!sv_live_is(qp, SV_K_QP) || !sv_live_is(mw, SV_K_MW))
+        return EINVAL; /* the header read mw and b already */
     if (b->bind_info.mw_access_flags & IBV_ACCESS_ZERO_BASED)
         return EINVAL; /* IBA o10-36.2.2: type 1 windows are not zero based */
     struct sr_send_wr s = {

@@ -76,6 +76,10 @@ void sv_engine_async_event(void *ctx, enum sr_event_type type, void *obj)
 /* ---- PD ---- */
 SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
+    if (!sv_live_is(context, SV_K_CTX)) {
+        errno = EINVAL;
+        return NULL;
+    }
     struct sv_pd *p = calloc(1, sizeof(*p));
     if (!p) {
         errno = ENOMEM;
@@ -89,15 +93,19 @@ SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
     }
     p->ibpd.context = context;
     p->ibpd.handle = 0;
+    sv_live_add(&p->ibpd, SV_K_PD);
     return &p->ibpd;
 }
 
 SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
+    if (!sv_live_is(pd, SV_K_PD))
+        return EINVAL;
     struct sv_pd *p = sv_pd(pd);
     int err = LOCKED(pd->context, sr_pd_free(p->pd));
     if (err)
         return sv_errno(err);
+    sv_live_del(pd);
     free(p);
     return 0;
 }
@@ -110,6 +118,16 @@ static const unsigned int known_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REM
 struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
                          unsigned int access)
 {
+    if (!sv_live_is(pd, SV_K_PD)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    /* Bits no verbs version defines are EINVAL, as the kernel's
+     * ib_check_mr_access answers (known ones below HUGETLB, or optional). */
+    if (access & ~(unsigned int)(((IBV_ACCESS_HUGETLB << 1) - 1) | IBV_ACCESS_OPTIONAL_RANGE)) {
+        errno = EINVAL;
+        return NULL;
+    }
     /* Optional-range bits (relaxed ordering, ...) are hints we may ignore;
      * others we do not implement (zero-based) fail. On-demand paging
      * needs no pinning here; addr 0 with SIZE_MAX bytes is the implicit
@@ -149,6 +167,7 @@ struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
     m->ibmr.rkey = sr_mr_rkey(m->mr);
     m->access = mandatory;
     m->iova = iova;
+    sv_live_add(&m->ibmr, SV_K_MR);
     return &m->ibmr;
 }
 
@@ -184,11 +203,14 @@ SV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, s
 
 SV_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {
+    if (!sv_live_is(mr, SV_K_MR))
+        return EINVAL;
     struct sv_mr *m = sr_container_of(mr, struct sv_mr, ibmr);
     int err = LOCKED(mr->context, sr_mr_dereg(m->mr));
     if (err)
         return sv_errno(err);
     sv_mr_ex_dereg(m);
+    sv_live_del(mr);
     free(m);
     return 0;
 }
@@ -196,6 +218,10 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 /* ---- completion channels ---- */
 SV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 {
+    if (!sv_live_is(context, SV_K_CTX)) {
+        errno = EINVAL;
+        return NULL;
+    }
     struct sv_channel *ch = calloc(1, sizeof(*ch));
     if (!ch) {
         errno = ENOMEM;
@@ -209,14 +235,18 @@ SV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c
     }
     ch->ch.context = context;
     ch->ch.fd = ch->evq.rfd;
+    sv_live_add(&ch->ch, SV_K_CHANNEL);
     return &ch->ch;
 }
 
 SV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
+    if (!sv_live_is(channel, SV_K_CHANNEL))
+        return EINVAL;
     struct sv_channel *ch = sr_container_of(channel, struct sv_channel, ch);
     if (channel->refcnt)
         return EBUSY;
+    sv_live_del(channel);
     sv_evq_fini(&ch->evq);
     free(ch);
     return 0;
@@ -225,6 +255,11 @@ SV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
                                void **cq_context)
 {
+    /* checked before it blocks: a bad output would be found only after */
+    if (!cq || !cq_context || !sv_live_is(channel, SV_K_CHANNEL)) {
+        errno = EINVAL;
+        return -1;
+    }
     struct sv_channel *ch = sr_container_of(channel, struct sv_channel, ch);
     struct sv_ev e;
     sr_nic_app_blocks(nic_of(channel->context)); /* it may sleep: the NIC thread listens */
@@ -238,6 +273,8 @@ SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq *
 
 SV_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 {
+    if (!sv_live_is(cq, SV_K_CQ))
+        return;
     pthread_mutex_lock(&cq->mutex);
     cq->comp_events_completed += nevents;
     pthread_cond_signal(&cq->cond);
@@ -248,6 +285,10 @@ SV_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 SV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
                                        struct ibv_comp_channel *channel, int comp_vector)
 {
+    if (!sv_live_is(context, SV_K_CTX) || !sv_live_opt(channel, SV_K_CHANNEL)) {
+        errno = EINVAL;
+        return NULL;
+    }
     if (cqe < 1 || comp_vector < 0 || comp_vector >= context->num_comp_vectors) {
         errno = EINVAL;
         return NULL;
@@ -272,11 +313,14 @@ SV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, voi
     pthread_cond_init(&c->ibcq.cond, NULL);
     if (channel)
         __atomic_add_fetch(&channel->refcnt, 1, __ATOMIC_SEQ_CST);
+    sv_live_add(&c->ibcq, SV_K_CQ);
     return &c->ibcq;
 }
 
 SV_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {
+    if (!sv_live_is(cq, SV_K_CQ))
+        return EINVAL;
     if (cqe < 1)
         return EINVAL;
     int err = LOCKED(cq->context, sr_cq_resize(sv_cq(cq)->cq, (uint32_t)cqe));
@@ -288,6 +332,8 @@ SV_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 
 SV_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 {
+    if (!sv_live_is(cq, SV_K_CQ))
+        return EINVAL;
     struct sv_cq *c = sv_cq(cq);
     int err = LOCKED(cq->context, sr_cq_destroy(c->cq));
     if (err)
@@ -300,6 +346,7 @@ SV_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
     sv_evq_purge(&sv_ctx(cq->context)->async, cq);
     pthread_mutex_destroy(&cq->mutex);
     pthread_cond_destroy(&cq->cond);
+    sv_live_del(cq);
     free(c);
     return 0;
 }
@@ -341,6 +388,9 @@ static int cq_drain(struct sv_cq *c, int num_entries, struct ibv_wc *wc)
 
 static int sv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 {
+    /* before any completion is taken (it would be lost) */
+    if (__builtin_expect(!wc, 0) && num_entries > 0)
+        return -EINVAL;
     struct sv_cq *c = sv_cq(cq);
     struct sr_nic *nic = nic_of(cq->context);
     sr_nic_lock(nic);
@@ -385,6 +435,10 @@ static int sv_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 /* ---- SRQ ---- */
 SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
+    if (!attr || !sv_live_is(pd, SV_K_PD)) {
+        errno = EINVAL;
+        return NULL;
+    }
     struct sv_srq *s = calloc(1, sizeof(*s));
     if (!s) {
         errno = ENOMEM;
@@ -405,6 +459,7 @@ SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_
     s->ibsrq.pd = pd;
     pthread_mutex_init(&s->ibsrq.mutex, NULL);
     pthread_cond_init(&s->ibsrq.cond, NULL);
+    sv_live_add(&s->ibsrq, SV_K_SRQ);
     return &s->ibsrq;
 }
 
@@ -413,6 +468,10 @@ SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_
  * one between processes (IBV_XRCD_INIT_ATTR_FD) has no meaning here. */
 static struct ibv_xrcd *sv_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init_attr *attr)
 {
+    if (!attr || !sv_live_is(context, SV_K_CTX)) {
+        errno = EINVAL;
+        return NULL;
+    }
     if (attr->comp_mask & ~(uint32_t)(IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS)) {
         errno = EOPNOTSUPP;
         return NULL;
@@ -429,21 +488,31 @@ static struct ibv_xrcd *sv_open_xrcd(struct ibv_context *context, struct ibv_xrc
         return NULL;
     }
     x->ibxrcd.context = context;
+    sv_live_add(&x->ibxrcd, SV_K_XRCD);
     return &x->ibxrcd;
 }
 
 static int sv_close_xrcd(struct ibv_xrcd *xrcd)
 {
+    if (!sv_live_is(xrcd, SV_K_XRCD))
+        return EINVAL;
     struct sv_xrcd *x = sr_container_of(xrcd, struct sv_xrcd, ibxrcd);
     int err = LOCKED(xrcd->context, sr_xrcd_free(x->xrcd));
     if (err)
         return sv_errno(err);
+    sv_live_del(xrcd);
     free(x);
     return 0;
 }
 
 static struct ibv_srq *sv_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *a)
 {
+    if (!sv_live_is(context, SV_K_CTX) ||
+        ((a->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) && !sv_live_is(a->xrcd, SV_K_XRCD)) ||
+        ((a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) && !sv_live_is(a->cq, SV_K_CQ))) {
+        errno = EINVAL;
+        return NULL;
+    }
     uint32_t known = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
                      IBV_SRQ_INIT_ATTR_CQ;
     enum ibv_srq_type type = (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ? a->srq_type : IBV_SRQT_BASIC;
@@ -481,17 +550,22 @@ static struct ibv_srq *sv_create_srq_ex(struct ibv_context *context, struct ibv_
     s->ibsrq.pd = a->pd;
     pthread_mutex_init(&s->ibsrq.mutex, NULL);
     pthread_cond_init(&s->ibsrq.cond, NULL);
+    sv_live_add(&s->ibsrq, SV_K_SRQ);
     return &s->ibsrq;
 }
 
 static int sv_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num)
 {
+    if (!srq_num || !sv_live_is(srq, SV_K_SRQ))
+        return EINVAL;
     *srq_num = sr_srq_num(sv_srq(srq)->srq);
     return 0;
 }
 
 SV_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
 {
+    if (!attr || !sv_live_is(srq, SV_K_SRQ) || (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)))
+        return EINVAL;
     if (mask & IBV_SRQ_MAX_WR)
         return EOPNOTSUPP; /* resizing an SRQ is not supported */
     if (mask & IBV_SRQ_LIMIT)
@@ -501,6 +575,8 @@ SV_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int
 
 SV_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 {
+    if (!attr || !sv_live_is(srq, SV_K_SRQ))
+        return EINVAL;
     uint32_t max_wr, max_sge, limit;
     sr_nic_lock(nic_of(srq->context));
     sr_srq_query(sv_srq(srq)->srq, &max_wr, &max_sge, &limit);
@@ -513,6 +589,8 @@ SV_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 
 SV_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 {
+    if (!sv_live_is(srq, SV_K_SRQ))
+        return EINVAL;
     struct sv_srq *s = sv_srq(srq);
     int err = LOCKED(srq->context, sr_srq_destroy(s->srq));
     if (err)
@@ -520,6 +598,7 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
     sv_evq_purge(&sv_ctx(srq->context)->async, srq);
     pthread_mutex_destroy(&srq->mutex);
     pthread_cond_destroy(&srq->cond);
+    sv_live_del(srq);
     free(s);
     return 0;
 }
@@ -527,6 +606,8 @@ SV_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 static int post_recv_list(struct ibv_context *ctx, struct sr_qp *qp, struct sr_srq *srq,
                           struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
+    if (!wr || !bad_wr)
+        return EINVAL; /* rxe_post_recv */
     int err = 0;
     sr_nic_lock(nic_of(ctx));
     for (; wr; wr = wr->next) {
@@ -565,6 +646,12 @@ static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_pd *pd,
                                 struct ibv_xrcd *xrcd, struct ibv_qp_init_attr *a,
                                 uint64_t send_ops_flags)
 {
+    if (!sv_live_is(context, SV_K_CTX) || !sv_live_opt(pd, SV_K_PD) ||
+        !sv_live_opt(xrcd, SV_K_XRCD) || !sv_live_opt(a->send_cq, SV_K_CQ) ||
+        !sv_live_opt(a->recv_cq, SV_K_CQ) || !sv_live_opt(a->srq, SV_K_SRQ)) {
+        errno = EINVAL;
+        return NULL;
+    }
     enum sr_qp_type t;
     switch (a->qp_type) {
     case IBV_QPT_RC:
@@ -636,11 +723,16 @@ static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_pd *pd,
     a->cap.max_send_sge = qa.cap.max_send_sge;
     a->cap.max_recv_sge = qa.cap.max_recv_sge;
     sv_qp_ex_init(q, send_ops_flags);
+    sv_live_add(qp, SV_K_QP);
     return qp;
 }
 
 SV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
+    if (!attr || !sv_live_is(pd, SV_K_PD)) {
+        errno = EINVAL;
+        return NULL;
+    }
     return create_qp(pd->context, pd, NULL, attr, 0);
 }
 
@@ -649,11 +741,12 @@ static struct ibv_qp *sv_create_qp_ex(struct ibv_context *context, struct ibv_qp
     uint64_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_XRCD |
                      IBV_QP_INIT_ATTR_CREATE_FLAGS;
     /* No creation flag is implemented; asking for none is fine. Send ops
-     * the ibv_wr_* API cannot post are refused now, as rxe and mlx5 do,
-     * rather than at ibv_wr_complete. */
+     * the ibv_wr_* API cannot post, or the QP type cannot carry (rxe's
+     * check_qp_init_attr), are refused now, as rxe and mlx5 do, rather
+     * than at ibv_wr_complete. */
     bool bad_flags = (ax->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && ax->create_flags;
     bool bad_ops = (ax->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
-                   (ax->send_ops_flags & ~sv_qp_ex_ops_supported());
+                   (ax->send_ops_flags & ~sv_send_ops_for(ax->qp_type));
     if ((ax->comp_mask & ~known) || bad_flags || bad_ops) {
         errno = EOPNOTSUPP;
         return NULL;
@@ -683,6 +776,8 @@ static uint32_t mtu_bytes(enum ibv_mtu m)
 
 SV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 {
+    if (!attr || !sv_live_is(qp, SV_K_QP))
+        return EINVAL;
     struct sv_qp *q = sv_qp(qp);
     struct sr_qp_attr a = {0};
     uint32_t mask = (uint32_t)attr_mask;
@@ -735,6 +830,8 @@ SV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int att
 SV_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
                            struct ibv_qp_init_attr *init_attr)
 {
+    if (!attr || !sv_live_is(qp, SV_K_QP))
+        return EINVAL;
     (void)attr_mask;
     struct sr_qp_attr a;
     struct sr_qp_init_attr ia;
@@ -786,6 +883,8 @@ SV_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr
 
 SV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 {
+    if (!sv_live_is(qp, SV_K_QP))
+        return EINVAL;
     struct sv_qp *q = sv_qp(qp);
     /* Linger like TCP's TIME_WAIT for as long as the peer keeps retrying
      * (its timeout and retry count assumed like ours, at most 1 s): if our
@@ -809,6 +908,7 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
     sv_qp_ex_free(q);
     pthread_mutex_destroy(&qp->mutex);
     pthread_cond_destroy(&qp->cond);
+    sv_live_del(qp);
     free(q);
     return 0;
 }
@@ -822,6 +922,8 @@ int sv_post_send_one(struct sv_qp *q, const struct sr_send_wr *wr)
 
 static int sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
+    if (!wr || !bad_wr)
+        return EINVAL; /* rxe_post_send */
     struct sv_qp *q = sv_qp(qp);
     struct sr_nic *nic = nic_of(qp->context);
     int err = 0;
@@ -904,6 +1006,10 @@ static int sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 /* ---- AH ---- */
 SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
+    if (!attr || !sv_live_is(pd, SV_K_PD)) {
+        errno = EINVAL;
+        return NULL;
+    }
     if (!attr->is_global || attr->port_num != 1) {
         errno = EINVAL; /* RoCE address handles need a GRH */
         return NULL;
@@ -916,11 +1022,15 @@ SV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *at
     memcpy(ah->dgid, attr->grh.dgid.raw, 16);
     ah->ibah.context = pd->context;
     ah->ibah.pd = pd;
+    sv_live_add(&ah->ibah, SV_K_AH);
     return &ah->ibah;
 }
 
 SV_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
+    if (!sv_live_is(ah, SV_K_AH))
+        return EINVAL;
+    sv_live_del(ah);
     free(sr_container_of(ah, struct sv_ah, ibah));
     return 0;
 }
@@ -928,6 +1038,10 @@ SV_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 SV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc,
                                   struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)
 {
+    if (!wc || !grh || !ah_attr) {
+        errno = EINVAL;
+        return -1;
+    }
     (void)context;
     if (!(wc->wc_flags & IBV_WC_GRH))
         return -1;
@@ -950,6 +1064,10 @@ SV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
 SV_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc,
                                                struct ibv_grh *grh, uint8_t port_num)
 {
+    if (!sv_live_is(pd, SV_K_PD)) {
+        errno = EINVAL;
+        return NULL;
+    }
     struct ibv_ah_attr a;
     if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &a)) {
         errno = EINVAL;
@@ -960,12 +1078,16 @@ SV_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc 
 
 SV_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
+    if (!gid || !sv_live_is(qp, SV_K_QP))
+        return EINVAL;
     (void)qp, (void)gid, (void)lid;
     return EOPNOTSUPP;
 }
 
 SV_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
+    if (!gid || !sv_live_is(qp, SV_K_QP))
+        return EINVAL;
     (void)qp, (void)gid, (void)lid;
     return EOPNOTSUPP;
 }

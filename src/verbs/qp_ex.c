@@ -284,14 +284,6 @@ static void wr_atomic_write(struct ibv_qp_ex *qp, uint32_t rkey, uint64_t addr, 
     wr_unsupported(qp);
 }
 
-uint64_t sv_qp_ex_ops_supported(void)
-{
-    return IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
-           IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
-           IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
-           IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV;
-}
-
 void sv_qp_ex_init(struct sv_qp *q, uint64_t send_ops_flags)
 {
     struct ibv_qp_ex *x = &q->qpex;
@@ -321,5 +313,9 @@ void sv_qp_ex_init(struct sv_qp *q, uint64_t send_ops_flags)
 
 SV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
+    if (!sv_live_is(qp, SV_K_QP)) {
+        errno = EINVAL;
+        return NULL;
+    }
     return &sv_qp(qp)->qpex;
 }

@@ -34,6 +34,42 @@ struct sv_config {
     bool no_shm;         /* SOFTRDMA_SHM=0, or SOFTRDMA_FAULT set: UDP to same-host peers too */
 };
 
+/* live.c: the set of live objects by address, so that the control path
+ * answers EINVAL for NULL and for destroyed objects instead of reading
+ * freed memory. Every creator enters its object (sv_live_add) before
+ * returning it; every destroyer checks it (sv_live_is) first and removes
+ * it (sv_live_del) before freeing it. */
+enum sv_kind {
+    SV_K_CTX = 1,
+    SV_K_PD,
+    SV_K_MR,
+    SV_K_CHANNEL,
+    SV_K_CQ,
+    SV_K_SRQ,
+    SV_K_QP,
+    SV_K_AH,
+    SV_K_XRCD,
+    SV_K_MW,
+};
+struct sv_live_slot {
+    uintptr_t obj; /* 0: empty */
+    enum sv_kind kind;
+};
+struct sv_live {
+    pthread_mutex_t lock;
+    struct sv_live_slot *slot;
+    uint32_t cap, cnt;
+    bool off; /* the table could not grow: every pointer passes */
+};
+void sv_live_add(const void *obj, enum sv_kind kind);
+void sv_live_del(const void *obj);
+bool sv_live_is(const void *obj, enum sv_kind kind);
+/* NULL, or a live object of that kind (optional arguments) */
+static inline bool sv_live_opt(const void *obj, enum sv_kind kind)
+{
+    return !obj || sv_live_is(obj, kind);
+}
+
 /* The device: one per process (the verbs API's device list is process
  * wide). Its NIC is opened by the first ibv_open_device and shared. */
 struct sv_device {
@@ -45,6 +81,7 @@ struct sv_device {
     int nic_refs;
     uint8_t gid[16]; /* bound address, known once the NIC is open */
     uint64_t guid;   /* network order */
+    struct sv_live live;
 };
 
 /* An event queue behind a file descriptor (evq.c). */
@@ -156,6 +193,12 @@ void sv_async_post(struct sv_context *ctx, enum ibv_event_type type, void *obj);
 /* a GID index a QP may use as its source: one carrying the device address */
 bool sv_gid_index_usable(const struct sv_device *d, uint32_t index);
 
+/* Our one device: anything else given as a device is EINVAL. */
+static inline bool sv_is_device(const struct ibv_device *d)
+{
+    return d && d == &sv_device_get()->ibdev;
+}
+
 /* objects.c: the context's ops and extended ops */
 void sv_init_ops(struct sv_context *ctx);
 void sv_engine_cq_event(void *ctx, struct sr_cq *cq, bool solicited);
@@ -176,11 +219,30 @@ struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
 bool sv_mem_ok(const void *addr, uint64_t len, bool write);
 void sv_mr_ex_init_ops(struct sv_context *ctx);
 void sv_mr_ex_dereg(struct sv_mr *m);
+/* The ibv_wr_* operations a QP type can carry (rxe's per-type sets):
+ * ibv_create_qp_ex asking for any other is EOPNOTSUPP. */
+static inline uint64_t sv_send_ops_for(enum ibv_qp_type t)
+{
+    const uint64_t send = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+    const uint64_t uc = send | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+                        IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
+    const uint64_t rc = uc | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+                        IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV;
+    switch (t) {
+    case IBV_QPT_RC:
+    case IBV_QPT_XRC_SEND:
+        return rc;
+    case IBV_QPT_UC:
+        return uc;
+    case IBV_QPT_UD:
+        return send;
+    default:
+        return 0;
+    }
+}
 
 /* qp_ex.c */
 void sv_qp_ex_init(struct sv_qp *q, uint64_t send_ops_flags);
 void sv_qp_ex_free(struct sv_qp *q);
-/* the IBV_QP_EX_WITH_* send ops a QP can be created with */
-uint64_t sv_qp_ex_ops_supported(void);
 
 #endif
