@@ -18,7 +18,7 @@
  *   flood   srdma-flood sends 200,000 valid-looking packets (valid ICRC)
  *           at a live device: to a real QP with PSNs ahead of and behind
  *           the expected one, duplicate READs, unknown QPNs. The device's
- *           VmRSS is sampled throughout: it must not grow by more than
+ *           RssAnon is sampled throughout: it must not grow by more than
  *           FLOOD_RSS_KB, and a legitimate pair keeps exchanging checked
  *           messages during the flood.
  *
@@ -620,9 +620,14 @@ static void part_qps10k(void)
 }
 
 /* ---- part 3: memory under a flood ---- */
-/* VmRSS of this process. The file stays open and is read into a stack
- * buffer: sampling must not allocate, or under ASan (whose quarantine
- * keeps freed blocks) the sampler itself would look like growth. */
+/* Resident private memory (RssAnon) of this process: what a flood could
+ * make the device allocate. File and shared pages are left out: the
+ * legitimate pair's shared-memory ring (a sparse mailbox file) gains
+ * resident pages as its messages first reach them, a bounded growth
+ * proportional to how many it exchanged, whatever the flood does. The
+ * file stays open and is read into a stack buffer: sampling must not
+ * allocate, or under ASan (whose quarantine keeps freed blocks) the
+ * sampler itself would look like growth. */
 static long rss_kb(void)
 {
     static int fd = -1;
@@ -633,8 +638,8 @@ static long rss_kb(void)
     if (n <= 0)
         return -1;
     buf[n] = 0;
-    const char *p = strstr(buf, "VmRSS:");
-    return p ? atol(p + 6) : -1;
+    const char *p = strstr(buf, "RssAnon:");
+    return p ? atol(p + 8) : -1;
 }
 
 struct flooder {
@@ -818,11 +823,11 @@ static void part_flood(const char *flood_path)
             peak = kb;
     }
     after = rss_kb();
-    note("%d packets in %.1f s: VmRSS %ld kB before, peak %ld kB, after %ld kB: growth %ld kB "
+    note("%d packets in %.1f s: RssAnon %ld kB before, peak %ld kB, after %ld kB: growth %ld kB "
          "(limit %d kB); the legitimate pair exchanged %u checked messages meanwhile",
          FLOOD_PKTS, flood_ms / 1e3, base, peak, after, peak - base, FLOOD_RSS_KB, live_during);
     if (base <= 0 || peak - base > FLOOD_RSS_KB)
-        fail("VmRSS grew by %ld kB under the flood (limit %d kB)", peak - base, FLOOD_RSS_KB);
+        fail("RssAnon grew by %ld kB under the flood (limit %d kB)", peak - base, FLOOD_RSS_KB);
     if (live_bad || live_during == 0)
         fail("legitimate pair: %u messages failed, %u succeeded during the flood", live_bad,
              live_during);
