@@ -377,7 +377,9 @@ bool sr_cq_push(struct sr_cq *cq, const struct sr_wc *wc, bool solicited)
         cq->overflowed = true;
         return false;
     }
-    cq->ring[(cq->head + cq->count) % cq->cap] = *wc;
+    struct sr_wc *slot = &cq->ring[(cq->head + cq->count) % cq->cap];
+    *slot = *wc;
+    slot->ts_ns = e->now_ns;
     cq->count++;
     bool fire = cq->notify == 1 || (cq->notify == 2 && (solicited || wc->status != SR_WC_SUCCESS));
     if (fire) {
@@ -716,6 +718,7 @@ uint64_t sr_engine_next_deadline(const struct sr_engine *e)
 
 void sr_engine_advance(struct sr_engine *e, uint64_t now_ns)
 {
+    e->now_ns = now_ns;
     struct sr_qp *next;
     for (struct sr_qp *qp = e->active; qp; qp = next) {
         next = qp->active_next;
@@ -739,6 +742,7 @@ void sr_engine_advance(struct sr_engine *e, uint64_t now_ns)
 void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uint8_t *src_gid,
                   uint64_t now_ns)
 {
+    e->now_ns = now_ns;
     e->stats.rx_pkts++;
     e->stats.rx_bytes += len;
     if (len < SR_BTH_LEN + SR_ICRC_LEN) {

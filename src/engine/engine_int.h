@@ -226,6 +226,10 @@ struct sr_engine {
     uint64_t ack_delay_ns;       /* in force now (sr_engine_hold_acks) */
     uint64_t ack_reply_delay_ns; /* the same for a QP whose ACKs ride with replies */
     bool acks_held;              /* a QP may hold an ACK (sr_engine_release_acks) */
+    /* The now_ns of the public call being handled (the latest one for
+     * calls that take none): what sr_cq_push stamps completions with, so
+     * that the modules that generate them need no time argument. */
+    uint64_t now_ns;
 };
 
 /* Before the engine writes registered memory: queued packets whose payload

@@ -235,6 +235,7 @@ int sr_qp_make_gsi(struct sr_qp *qp)
 
 int sr_qp_destroy_linger(struct sr_qp *qp, uint64_t now_ns, uint64_t linger_ns)
 {
+    qp->eng->now_ns = now_ns;
     enum sr_qp_state s = qp->attr.qp_state;
     bool heard = qp->resp.epsn != qp->attr.rq_psn; /* it has acknowledged something */
     if (!linger_ns || qp->zombie || !sr_qp_reliable(qp) || s < SR_QPS_RTR || s == SR_QPS_ERR ||
@@ -541,6 +542,7 @@ static void reset_qp(struct sr_qp *qp)
 
 int sr_qp_modify(struct sr_qp *qp, const struct sr_qp_attr *a, uint32_t mask, uint64_t now_ns)
 {
+    qp->eng->now_ns = now_ns;
     enum sr_qp_state cur = qp->attr.qp_state;
     if ((mask & SR_QP_CUR_STATE) && a->cur_qp_state != cur)
         return SR_ERR_INVAL;
@@ -726,6 +728,7 @@ bool sr_qp_answer_due(const struct sr_qp *qp)
 
 int sr_qp_post_send(struct sr_qp *qp, const struct sr_send_wr *wr, uint64_t now_ns)
 {
+    qp->eng->now_ns = now_ns;
     int err = sr_qp_send_check(qp, wr);
     if (err)
         return err;

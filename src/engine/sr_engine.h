@@ -229,6 +229,10 @@ struct sr_wc {
     uint32_t wc_flags;
     uint16_t pkey_index;
     uint8_t sl; /* UD receive: the frame's network header type, as RoCE NICs report it */
+    /* When the engine generated it: the now_ns of the call that did (a
+     * flush by sr_qp_post_recv, which takes no time, has the latest time
+     * the engine was given). Completion timestamps are this. */
+    uint64_t ts_ns;
 };
 
 struct sr_qp_cap {
