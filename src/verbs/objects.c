@@ -117,6 +117,9 @@ struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
      * needs no pinning here; addr 0 with SIZE_MAX bytes is the implicit
      * MR, the whole address space (verbs man page ibv_reg_mr). */
     unsigned int mandatory = access & ~(unsigned int)(IBV_ACCESS_OPTIONAL_RANGE);
+    /* HUGETLB says the memory is hugetlbfs-backed, which a kernel provider
+     * may use to pin it in fewer, larger pages: nothing is pinned here. */
+    mandatory &= ~(unsigned int)IBV_ACCESS_HUGETLB;
     if (mandatory & ~(known_access | IBV_ACCESS_ON_DEMAND)) {
         errno = EOPNOTSUPP;
         return NULL;

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 static uint64_t dev_clock(struct ibv_context *ctx)
@@ -344,9 +345,53 @@ static void case_parent_domain(int fd, const void *arg)
     vt_dev_close(&d);
 }
 
+/* IBV_ACCESS_HUGETLB is accepted (the memory is hugetlbfs-backed; nothing
+ * here is pinned), and an MR over a 2 MiB huge page, when the host has
+ * one free, takes a remote WRITE. */
+static void case_hugetlb(int fd, const void *arg)
+{
+    (void)arg;
+    struct vt_dev d;
+    vt_dev_open(&d);
+    struct vt_remote_mr r0;
+    vt_agent_hello(fd, &r0);
+    int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_HUGETLB;
+    size_t len = 2u << 20;
+    uint8_t *m =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+    bool huge = m != MAP_FAILED;
+    if (!huge) {
+        vt_note("no 2 MiB huge page free: the MR is over ordinary pages");
+        m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        VT_REQUIRE(m != MAP_FAILED);
+    }
+    struct ibv_mr *mr = ibv_reg_mr(d.pd, m, len, acc);
+    VT_REQUIRE(mr);
+    struct vt_qp q;
+    struct vt_qp_caps caps;
+    vt_caps_default(&caps);
+    vt_qp_create(&d, &q, &caps, NULL, NULL, NULL);
+    vt_agent_pair(fd, &d, &q, 0, NULL, NULL, NULL, NULL);
+    vt_agent_fill(fd, 0, 0, 65536, 31, 0);
+    struct vt_send_req w = {.opcode = IBV_WR_RDMA_WRITE,
+                            .remote_addr = (uintptr_t)m + len - 65536,
+                            .rkey = mr->rkey,
+                            .nsge = 1,
+                            .sge = {{.mr = 0, .len = 65536, .off = 0}}};
+    struct ibv_wc wc;
+    VT_EQ(vt_agent_post_send(fd, 0, &w, &wc), 0);
+    VT_EQ(wc.status, IBV_WC_SUCCESS);
+    VT_CHECK(vt_pat_diff(m + len - 65536, 65536, 31, 0) < 0);
+    vt_qp_destroy(&q);
+    VT_EQ(ibv_dereg_mr(mr), 0);
+    munmap(m, len);
+    vt_dev_close(&d);
+}
+
 static const struct vt_case cases[] = {
     {"cq_ex", case_cq_ex, NULL, NULL},
     {"parent_domain", case_parent_domain, NULL, NULL},
+    {"hugetlb", case_hugetlb, NULL, NULL},
 };
 
 int main(int argc, char **argv)
