@@ -304,8 +304,40 @@ bool sr_sge_scatter(struct sr_engine *e, struct sr_pd *pd, const struct sr_sge *
     return len == 0;
 }
 
+/* ---- queue rings ---- */
+void *sr_ring_alloc(const struct sr_alloc *a, size_t len, enum sr_alloc_type type, bool *custom)
+{
+    *custom = false;
+    if (a && a->alloc) {
+        bool declined = false;
+        void *p = a->alloc(a->ctx, len, type, &declined);
+        if (!declined) {
+            if (p) {
+                memset(p, 0, len);
+                *custom = true;
+            }
+            return p;
+        }
+    }
+    return calloc(1, len);
+}
+
+void sr_ring_free(const struct sr_alloc *a, void *p, enum sr_alloc_type type, bool custom)
+{
+    if (custom)
+        a->free(a->ctx, p, type);
+    else
+        free(p);
+}
+
 /* ---- CQ ---- */
 int sr_cq_create(struct sr_engine *e, uint32_t cqe, struct sr_cq **out)
+{
+    return sr_cq_create_alloc(e, cqe, NULL, out);
+}
+
+int sr_cq_create_alloc(struct sr_engine *e, uint32_t cqe, const struct sr_alloc *alloc,
+                       struct sr_cq **out)
 {
     if (cqe == 0 || cqe > e->cfg.max_cqe)
         return SR_ERR_INVAL;
@@ -314,7 +346,10 @@ int sr_cq_create(struct sr_engine *e, uint32_t cqe, struct sr_cq **out)
     struct sr_cq *cq = calloc(1, sizeof(*cq));
     if (!cq)
         return SR_ERR_NOMEM;
-    cq->ring = calloc(cqe, sizeof(*cq->ring));
+    if (alloc)
+        cq->alloc = *alloc;
+    cq->ring =
+        sr_ring_alloc(&cq->alloc, (size_t)cqe * sizeof(*cq->ring), SR_ALLOC_CQ, &cq->ring_custom);
     if (!cq->ring) {
         free(cq);
         return SR_ERR_NOMEM;
@@ -333,7 +368,7 @@ int sr_cq_destroy(struct sr_cq *cq)
         return SR_ERR_BUSY;
     cq->eng->cq_cnt--;
     LIST_DEL(cq->eng->cqs, cq, struct sr_cq);
-    free(cq->ring);
+    sr_ring_free(&cq->alloc, cq->ring, SR_ALLOC_CQ, cq->ring_custom);
     free(cq);
     return 0;
 }
@@ -342,14 +377,36 @@ int sr_cq_resize(struct sr_cq *cq, uint32_t cqe)
 {
     if (cqe == 0 || cqe > cq->eng->cfg.max_cqe || cqe < cq->count)
         return SR_ERR_INVAL;
-    struct sr_wc *ring = calloc(cqe, sizeof(*ring));
+    bool custom;
+    struct sr_wc *ring =
+        sr_ring_alloc(&cq->alloc, (size_t)cqe * sizeof(*ring), SR_ALLOC_CQ, &custom);
     if (!ring)
         return SR_ERR_NOMEM;
     for (uint32_t i = 0; i < cq->count; i++)
         ring[i] = cq->ring[(cq->head + i) % cq->cap];
-    free(cq->ring);
+    sr_ring_free(&cq->alloc, cq->ring, SR_ALLOC_CQ, cq->ring_custom);
     cq->ring = ring;
+    cq->ring_custom = custom;
     cq->cap = cqe;
+    cq->head = 0;
+    return 0;
+}
+
+int sr_cq_set_alloc(struct sr_cq *cq, const struct sr_alloc *alloc)
+{
+    struct sr_alloc old = cq->alloc;
+    bool old_custom = cq->ring_custom;
+    bool custom;
+    struct sr_wc *ring =
+        sr_ring_alloc(alloc, (size_t)cq->cap * sizeof(*ring), SR_ALLOC_CQ, &custom);
+    if (!ring)
+        return SR_ERR_NOMEM;
+    for (uint32_t i = 0; i < cq->count; i++)
+        ring[i] = cq->ring[(cq->head + i) % cq->cap];
+    sr_ring_free(&old, cq->ring, SR_ALLOC_CQ, old_custom);
+    cq->alloc = *alloc;
+    cq->ring = ring;
+    cq->ring_custom = custom;
     cq->head = 0;
     return 0;
 }
@@ -377,7 +434,9 @@ bool sr_cq_push(struct sr_cq *cq, const struct sr_wc *wc, bool solicited)
         cq->overflowed = true;
         return false;
     }
-    cq->ring[(cq->head + cq->count) % cq->cap] = *wc;
+    struct sr_wc *slot = &cq->ring[(cq->head + cq->count) % cq->cap];
+    *slot = *wc;
+    slot->ts_ns = e->now_ns;
     cq->count++;
     bool fire = cq->notify == 1 || (cq->notify == 2 && (solicited || wc->status != SR_WC_SUCCESS));
     if (fire) {
@@ -451,13 +510,16 @@ bool sr_cq_armed(const struct sr_cq *cq)
 }
 
 /* ---- receive queues (QP-owned or shared) ---- */
-static int rq_init(struct sr_rq *rq, uint32_t max_wr, uint32_t max_sge)
+int sr_rq_init(struct sr_rq *rq, uint32_t max_wr, uint32_t max_sge, const struct sr_alloc *a,
+               enum sr_alloc_type type)
 {
+    rq->alloc = a;
+    rq->alloc_type = type;
     rq->max_wr = max_wr;
     rq->max_sge = max_sge;
     rq->stride = (uint32_t)(sizeof(struct sr_rwqe) + max_sge * sizeof(struct sr_sge));
     rq->head = rq->count = 0;
-    rq->buf = max_wr ? calloc(max_wr, rq->stride) : NULL;
+    rq->buf = max_wr ? sr_ring_alloc(a, (size_t)max_wr * rq->stride, type, &rq->custom) : NULL;
     return max_wr && !rq->buf ? SR_ERR_NOMEM : 0;
 }
 
@@ -493,13 +555,19 @@ int sr_rq_post(struct sr_rq *rq, const struct sr_recv_wr *wr)
     return 0;
 }
 
-int sr_rq_init(struct sr_rq *rq, uint32_t max_wr, uint32_t max_sge);
-int sr_rq_init(struct sr_rq *rq, uint32_t max_wr, uint32_t max_sge)
+void sr_rq_fini(struct sr_rq *rq)
 {
-    return rq_init(rq, max_wr, max_sge);
+    sr_ring_free(rq->alloc, rq->buf, rq->alloc_type, rq->custom);
+    rq->buf = NULL;
 }
 
 int sr_srq_create(struct sr_pd *pd, uint32_t max_wr, uint32_t max_sge, struct sr_srq **out)
+{
+    return sr_srq_create_alloc(pd, max_wr, max_sge, NULL, out);
+}
+
+int sr_srq_create_alloc(struct sr_pd *pd, uint32_t max_wr, uint32_t max_sge,
+                        const struct sr_alloc *alloc, struct sr_srq **out)
 {
     struct sr_engine *e = pd->eng;
     if (!max_wr || max_wr > e->cfg.max_qp_wr || max_sge > SR_MAX_SGE)
@@ -514,7 +582,9 @@ int sr_srq_create(struct sr_pd *pd, uint32_t max_wr, uint32_t max_sge, struct sr
     struct sr_srq *srq = calloc(1, sizeof(*srq));
     if (!srq)
         return SR_ERR_NOMEM;
-    if (rq_init(&srq->rq, max_wr, max_sge ? max_sge : 1)) {
+    if (alloc)
+        srq->alloc = *alloc;
+    if (sr_rq_init(&srq->rq, max_wr, max_sge ? max_sge : 1, &srq->alloc, SR_ALLOC_SRQ)) {
         free(srq);
         return SR_ERR_NOMEM;
     }
@@ -540,7 +610,7 @@ int sr_srq_destroy(struct sr_srq *srq)
     srq->pd->refcnt--;
     srq->pd->eng->srq_cnt--;
     LIST_DEL(srq->pd->eng->srqs, srq, struct sr_srq);
-    free(srq->rq.buf);
+    sr_rq_fini(&srq->rq);
     free(srq);
     return 0;
 }
@@ -716,6 +786,7 @@ uint64_t sr_engine_next_deadline(const struct sr_engine *e)
 
 void sr_engine_advance(struct sr_engine *e, uint64_t now_ns)
 {
+    e->now_ns = now_ns;
     struct sr_qp *next;
     for (struct sr_qp *qp = e->active; qp; qp = next) {
         next = qp->active_next;
@@ -739,6 +810,7 @@ void sr_engine_advance(struct sr_engine *e, uint64_t now_ns)
 void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uint8_t *src_gid,
                   uint64_t now_ns)
 {
+    e->now_ns = now_ns;
     e->stats.rx_pkts++;
     e->stats.rx_bytes += len;
     if (len < SR_BTH_LEN + SR_ICRC_LEN) {

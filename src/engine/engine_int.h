@@ -56,6 +56,8 @@ struct sr_mw {
 
 struct sr_cq {
     struct sr_engine *eng;
+    struct sr_alloc alloc; /* alloc.alloc NULL: none */
+    bool ring_custom;      /* ring came from alloc */
     struct sr_wc *ring;
     uint32_t cap, head, count;
     uint32_t refcnt;
@@ -74,6 +76,9 @@ struct sr_rwqe {
 };
 
 struct sr_rq {
+    const struct sr_alloc *alloc; /* the owner's, or NULL */
+    enum sr_alloc_type alloc_type;
+    bool custom; /* buf came from alloc */
     uint8_t *buf;
     uint32_t stride, max_wr, max_sge;
     uint32_t head, count;
@@ -87,6 +92,7 @@ struct sr_xrcd {
 
 struct sr_srq {
     struct sr_pd *pd;
+    struct sr_alloc alloc;
     struct sr_rq rq;
     uint32_t srqn;
     struct sr_xrcd *xrcd; /* XRC SRQs only */
@@ -143,6 +149,8 @@ struct sr_qp {
     uint16_t src_port;
     uint32_t mw_cnt; /* type 2 memory windows bound through it */
 
+    struct sr_alloc alloc; /* the rings' allocator; alloc.alloc NULL: none */
+    bool sq_custom;        /* sq came from alloc */
     /* send queue: ring of max_send_wr, absolute indices head..tail */
     struct sr_swqe *sq;
     struct sr_sge *sq_sge;
@@ -226,6 +234,10 @@ struct sr_engine {
     uint64_t ack_delay_ns;       /* in force now (sr_engine_hold_acks) */
     uint64_t ack_reply_delay_ns; /* the same for a QP whose ACKs ride with replies */
     bool acks_held;              /* a QP may hold an ACK (sr_engine_release_acks) */
+    /* The now_ns of the public call being handled (the latest one for
+     * calls that take none): what sr_cq_push stamps completions with, so
+     * that the modules that generate them need no time argument. */
+    uint64_t now_ns;
 };
 
 /* Before the engine writes registered memory: queued packets whose payload
@@ -241,6 +253,13 @@ static inline void sr_engine_fence(struct sr_engine *e)
 enum { SR_QPN_BASE = 0x10, SR_QPN_GSI = 1 }; /* QPN 0 and 1 are the IB special QPs */
 
 /* engine.c */
+/* A zeroed ring of len bytes from a (optional) or calloc; *custom says
+ * which, for sr_ring_free. */
+void *sr_ring_alloc(const struct sr_alloc *a, size_t len, enum sr_alloc_type type, bool *custom);
+void sr_ring_free(const struct sr_alloc *a, void *p, enum sr_alloc_type type, bool custom);
+int sr_rq_init(struct sr_rq *rq, uint32_t max_wr, uint32_t max_sge, const struct sr_alloc *a,
+               enum sr_alloc_type type);
+void sr_rq_fini(struct sr_rq *rq);
 struct sr_mr *sr_mr_lookup(struct sr_engine *e, uint32_t key);
 /* Protection check of [va, va+len) under key for pd with the access bits
  * needed; returns the host pointer or NULL (IBA 9.7.5.1.? / 10.6.3). */

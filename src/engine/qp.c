@@ -5,7 +5,6 @@
 
 #include <stdlib.h>
 
-int sr_rq_init(struct sr_rq *rq, uint32_t max_wr, uint32_t max_sge);
 int sr_rq_post(struct sr_rq *rq, const struct sr_recv_wr *wr);
 void sr_engine_deactivate(struct sr_engine *e, struct sr_qp *qp);
 
@@ -89,6 +88,19 @@ bool sr_qp_can_send(const struct sr_qp *qp)
     return qp->attr.qp_state == SR_QPS_RTS;
 }
 
+static void qp_free_bufs(struct sr_qp *qp)
+{
+    free(qp->resp.rwqe_buf);
+    sr_rq_fini(&qp->rq);
+    free(qp->sq_inline);
+    free(qp->sq_sge);
+    sr_ring_free(&qp->alloc, qp->sq, SR_ALLOC_QP, qp->sq_custom);
+    qp->resp.rwqe_buf = NULL;
+    qp->sq_inline = NULL;
+    qp->sq_sge = NULL;
+    qp->sq = NULL;
+}
+
 int sr_qp_create(struct sr_pd *pd, const struct sr_qp_init_attr *ia, struct sr_qp **out)
 {
     const struct sr_qp_cap *cap = &ia->cap;
@@ -142,7 +154,9 @@ int sr_qp_create(struct sr_pd *pd, const struct sr_qp_init_attr *ia, struct sr_q
     qp->attr.port_num = 1;
 
     qp->sq_cap = cap->max_send_wr ? cap->max_send_wr : 1;
-    qp->sq = calloc(qp->sq_cap, sizeof(*qp->sq));
+    if (ia->alloc)
+        qp->alloc = *ia->alloc;
+    qp->sq = sr_ring_alloc(&qp->alloc, qp->sq_cap * sizeof(*qp->sq), SR_ALLOC_QP, &qp->sq_custom);
     qp->sq_sge = calloc((size_t)qp->sq_cap * qp->attr.cap.max_send_sge, sizeof(*qp->sq_sge));
     if (cap->max_inline_data)
         qp->sq_inline = malloc((size_t)qp->sq_cap * cap->max_inline_data);
@@ -154,7 +168,7 @@ int sr_qp_create(struct sr_pd *pd, const struct sr_qp_init_attr *ia, struct sr_q
             qp->sq_inline ? qp->sq_inline + (size_t)i * cap->max_inline_data : NULL;
     }
     if (!qp->srq && !xrc_recv && !xrc_send &&
-        sr_rq_init(&qp->rq, cap->max_recv_wr, qp->attr.cap.max_recv_sge))
+        sr_rq_init(&qp->rq, cap->max_recv_wr, qp->attr.cap.max_recv_sge, &qp->alloc, SR_ALLOC_QP))
         goto err_free;
     /* XRC targets fill WQEs of whichever SRQ a message names */
     uint32_t rq_sge = xrc_recv  ? SR_MAX_SGE
@@ -189,11 +203,7 @@ int sr_qp_create(struct sr_pd *pd, const struct sr_qp_init_attr *ia, struct sr_q
     return 0;
 
 err_free:
-    free(qp->resp.rwqe_buf);
-    free(qp->rq.buf);
-    free(qp->sq_inline);
-    free(qp->sq_sge);
-    free(qp->sq);
+    qp_free_bufs(qp);
     free(qp);
     return SR_ERR_NOMEM;
 }
@@ -235,6 +245,7 @@ int sr_qp_make_gsi(struct sr_qp *qp)
 
 int sr_qp_destroy_linger(struct sr_qp *qp, uint64_t now_ns, uint64_t linger_ns)
 {
+    qp->eng->now_ns = now_ns;
     enum sr_qp_state s = qp->attr.qp_state;
     bool heard = qp->resp.epsn != qp->attr.rq_psn; /* it has acknowledged something */
     if (!linger_ns || qp->zombie || !sr_qp_reliable(qp) || s < SR_QPS_RTR || s == SR_QPS_ERR ||
@@ -245,6 +256,15 @@ int sr_qp_destroy_linger(struct sr_qp *qp, uint64_t now_ns, uint64_t linger_ns)
     qp_release_refs(qp);
     /* nothing of the requester survives: no completions, no sends */
     qp->sq_head = qp->sq_tail = qp->req.cur = 0;
+    /* Rings from the application's allocator go back now, while whoever
+     * lent them (a parent domain) still exists; a lingering QP only
+     * re-acknowledges, it needs neither. */
+    if (qp->sq_custom || qp->rq.custom) {
+        sr_ring_free(&qp->alloc, qp->sq, SR_ALLOC_QP, qp->sq_custom);
+        qp->sq = NULL;
+        qp->sq_custom = false;
+        sr_rq_fini(&qp->rq);
+    }
     qp->req.rnr_wait = false;
     qp->comp.deadline = SR_NO_DEADLINE;
     qp->resp.have_rwqe = false;
@@ -274,11 +294,7 @@ int sr_qp_destroy(struct sr_qp *qp)
     if (qp->zombie)
         e->zombies--;
     qp_release_refs(qp);
-    free(qp->resp.rwqe_buf);
-    free(qp->rq.buf);
-    free(qp->sq_inline);
-    free(qp->sq_sge);
-    free(qp->sq);
+    qp_free_bufs(qp);
     free(qp);
     return 0;
 }
@@ -541,6 +557,7 @@ static void reset_qp(struct sr_qp *qp)
 
 int sr_qp_modify(struct sr_qp *qp, const struct sr_qp_attr *a, uint32_t mask, uint64_t now_ns)
 {
+    qp->eng->now_ns = now_ns;
     enum sr_qp_state cur = qp->attr.qp_state;
     if ((mask & SR_QP_CUR_STATE) && a->cur_qp_state != cur)
         return SR_ERR_INVAL;
@@ -726,6 +743,7 @@ bool sr_qp_answer_due(const struct sr_qp *qp)
 
 int sr_qp_post_send(struct sr_qp *qp, const struct sr_send_wr *wr, uint64_t now_ns)
 {
+    qp->eng->now_ns = now_ns;
     int err = sr_qp_send_check(qp, wr);
     if (err)
         return err;

@@ -231,6 +231,10 @@ struct sr_wc {
     uint32_t wc_flags;
     uint16_t pkey_index;
     uint8_t sl; /* UD receive: the frame's network header type, as RoCE NICs report it */
+    /* When the engine generated it: the now_ns of the call that did (a
+     * flush by sr_qp_post_recv, which takes no time, has the latest time
+     * the engine was given). Completion timestamps are this. */
+    uint64_t ts_ns;
 };
 
 struct sr_qp_cap {
@@ -239,7 +243,27 @@ struct sr_qp_cap {
     uint32_t max_inline_data;
 };
 
+/* Where an object's queue rings live (the QP's send and receive rings, an
+ * SRQ's, a CQ's): the application's allocator (verbs parent domains), or
+ * the engine's calloc when alloc is NULL or declines. Memory from alloc
+ * is zeroed by the engine and returned through free, with the same type,
+ * when the object goes (or its ring is replaced). Called with whatever
+ * lock the caller holds around the engine. */
+enum sr_alloc_type {
+    SR_ALLOC_QP = 1,
+    SR_ALLOC_SRQ = 4,
+    SR_ALLOC_CQ = 5,
+};
+struct sr_alloc {
+    /* len bytes for a ring; NULL: out of memory; *declined = true: no
+     * opinion, the engine allocates it itself */
+    void *(*alloc)(void *ctx, size_t len, enum sr_alloc_type type, bool *declined);
+    void (*free)(void *ctx, void *p, enum sr_alloc_type type);
+    void *ctx;
+};
+
 struct sr_qp_init_attr {
+    const struct sr_alloc *alloc; /* optional; copied */
     enum sr_qp_type qp_type;
     struct sr_cq *send_cq, *recv_cq;
     struct sr_srq *srq;
@@ -416,8 +440,14 @@ uint32_t sr_mw_handle(const struct sr_mw *mw); /* names it in sr_bind.mw */
 
 /* ---- completion queues ---- */
 int sr_cq_create(struct sr_engine *e, uint32_t cqe, struct sr_cq **out);
+/* The same, its ring from alloc (optional; copied). */
+int sr_cq_create_alloc(struct sr_engine *e, uint32_t cqe, const struct sr_alloc *alloc,
+                       struct sr_cq **out);
 int sr_cq_destroy(struct sr_cq *cq); /* SR_ERR_BUSY while QPs use it */
 int sr_cq_resize(struct sr_cq *cq, uint32_t cqe);
+/* From now on cq's ring lives in memory from alloc (copied); the ring is
+ * moved there at once. */
+int sr_cq_set_alloc(struct sr_cq *cq, const struct sr_alloc *alloc);
 uint32_t sr_cq_capacity(const struct sr_cq *cq);
 /* Up to n completions, oldest first; returns the count. */
 int sr_cq_poll(struct sr_cq *cq, int n, struct sr_wc *wc);
@@ -441,6 +471,9 @@ int sr_srq_create_xrc(struct sr_pd *pd, struct sr_xrcd *xrcd, struct sr_cq *cq, 
 /* The SRQ number peers put in the XRCETH. */
 uint32_t sr_srq_num(const struct sr_srq *srq);
 int sr_srq_create(struct sr_pd *pd, uint32_t max_wr, uint32_t max_sge, struct sr_srq **out);
+/* The same, its ring from alloc (optional; copied). */
+int sr_srq_create_alloc(struct sr_pd *pd, uint32_t max_wr, uint32_t max_sge,
+                        const struct sr_alloc *alloc, struct sr_srq **out);
 int sr_srq_destroy(struct sr_srq *srq);
 int sr_srq_post_recv(struct sr_srq *srq, const struct sr_recv_wr *wr);
 /* Arm the limit event: fires once when fewer than limit WQEs remain. */

@@ -102,6 +102,8 @@ SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
     if (!sv_live_is(pd, SV_K_PD))
         return EINVAL;
     struct sv_pd *p = sv_pd(pd);
+    if (p->parent_of || __atomic_load_n(&p->children, __ATOMIC_ACQUIRE))
+        return sv_pd_ex_dealloc(p);
     int err = LOCKED(pd->context, sr_pd_free(p->pd));
     if (err)
         return sv_errno(err);
@@ -133,6 +135,9 @@ struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
      * needs no pinning here; addr 0 with SIZE_MAX bytes is the implicit
      * MR, the whole address space (verbs man page ibv_reg_mr). */
     unsigned int mandatory = access & ~(unsigned int)(IBV_ACCESS_OPTIONAL_RANGE);
+    /* HUGETLB says the memory is hugetlbfs-backed, which a kernel provider
+     * may use to pin it in fewer, larger pages: nothing is pinned here. */
+    mandatory &= ~(unsigned int)IBV_ACCESS_HUGETLB;
     if (mandatory & ~(known_access | IBV_ACCESS_ON_DEMAND)) {
         errno = EOPNOTSUPP;
         return NULL;
@@ -386,40 +391,17 @@ static int cq_drain(struct sv_cq *c, int num_entries, struct ibv_wc *wc)
     return got;
 }
 
+static int cq_drain_ibv(struct sv_cq *c, int n, void *out)
+{
+    return cq_drain(c, n, out);
+}
+
 static int sv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 {
     /* before any completion is taken (it would be lost) */
     if (__builtin_expect(!wc, 0) && num_entries > 0)
         return -EINVAL;
-    struct sv_cq *c = sv_cq(cq);
-    struct sr_nic *nic = nic_of(cq->context);
-    sr_nic_lock(nic);
-    int got = cq_drain(c, num_entries, wc);
-    bool ran = false, nap = false;
-    if (!got && num_entries > 0) {
-        /* Nothing yet: drive the NIC inline once, for latency. */
-        sr_nic_progress(nic);
-        sr_nic_kick(nic); /* the pass may have set a timer (a held ACK) */
-        got = cq_drain(c, num_entries, wc);
-        ran = true;
-        nap = sr_nic_app_bulk(nic);
-    }
-    /* An armed CQ polled dry is the usual last look before
-     * ibv_get_cq_event: the thread is about to block, so the NIC thread
-     * must listen (and every held ACK leaves). Any other poll will be
-     * followed by more; one that ran the NIC and found nothing releases
-     * the ACKs held long. */
-    if (!got && sr_cq_armed(c->cq)) {
-        sr_nic_app_sleeps(nic);
-    } else if (num_entries > 0) {
-        if (ran && !got)
-            sr_nic_app_idle(nic);
-        sr_nic_app_polls(nic, ran);
-    }
-    sr_nic_unlock(nic);
-    if (nap)
-        sr_nic_app_nap();
-    return got;
+    return sv_cq_poll_with(sv_cq(cq), num_entries, wc, cq_drain_ibv, false);
 }
 
 static int sv_req_notify_cq(struct ibv_cq *cq, int solicited_only)
@@ -444,8 +426,9 @@ SV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_
         errno = ENOMEM;
         return NULL;
     }
-    int err = LOCKED(pd->context,
-                     sr_srq_create(sv_pd(pd)->pd, attr->attr.max_wr, attr->attr.max_sge, &s->srq));
+    int err =
+        LOCKED(pd->context, sr_srq_create_alloc(sv_pd(pd)->pd, attr->attr.max_wr,
+                                                attr->attr.max_sge, sv_pd_alloc(pd), &s->srq));
     /* srq_limit is ignored at creation (ibv_create_srq(3)): only
      * ibv_modify_srq arms the limit event. */
     if (err) {
@@ -686,6 +669,7 @@ static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_pd *pd,
         return NULL;
     }
     struct sr_qp_init_attr ia = {
+        .alloc = pd ? sv_pd_alloc(pd) : NULL,
         .qp_type = t,
         .send_cq = a->send_cq && t != SR_QPT_XRC_RECV ? sv_cq(a->send_cq)->cq : NULL,
         .recv_cq = a->recv_cq && t != SR_QPT_XRC_RECV ? sv_cq(a->recv_cq)->cq : NULL,
@@ -1115,4 +1099,6 @@ void sv_init_ops(struct sv_context *ctx)
     ctx->vctx.get_srq_num = sv_get_srq_num;
     sv_mw_init_ops(ctx);
     sv_mr_ex_init_ops(ctx);
+    sv_cq_ex_init_ops(ctx);
+    sv_pd_ex_init_ops(ctx);
 }

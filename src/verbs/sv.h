@@ -108,9 +108,22 @@ struct sv_context {
     struct sv_evq async; /* async events; async.rfd is context->async_fd */
 };
 
+/* A protection domain, or a parent domain (pd_ex.c): one over a PD, with
+ * its engine PD (so every object made on it is one on the PD), an
+ * optional thread domain, and the application's allocators, through
+ * which the engine allocates the rings of QPs, SRQs and CQs made on it. */
 struct sv_pd {
     struct ibv_pd ibpd;
     struct sr_pd *pd;
+    struct sv_pd *parent_of; /* a parent domain's PD; NULL for a PD */
+    uint32_t children;       /* a PD: the parent domains over it (atomic) */
+    struct ibv_td *td;
+    struct sr_alloc alloc; /* alloc.alloc NULL: no allocators */
+    uint32_t alloc_out;    /* rings taken from them and not yet returned (atomic) */
+    void *(*u_alloc)(struct ibv_pd *pd, void *pd_context, size_t size, size_t alignment,
+                     uint64_t resource_type);
+    void (*u_free)(struct ibv_pd *pd, void *pd_context, void *ptr, uint64_t resource_type);
+    void *pd_context;
 };
 
 struct sv_dm;
@@ -128,8 +141,16 @@ struct sv_channel {
 };
 
 struct sv_cq {
-    struct ibv_cq ibcq;
+    /* ibv_cq_ex begins with the fields of ibv_cq (ibv_cq_ex_to_cq is a
+     * cast): every CQ has room for the extended one */
+    union {
+        struct ibv_cq ibcq;
+        struct ibv_cq_ex ibcqx;
+    };
     struct sr_cq *cq;
+    /* ibv_create_cq_ex: the completion that ibv_start_poll/ibv_next_poll
+     * took, read by the ibv_wc_read_* accessors */
+    struct sr_wc cur;
 };
 
 struct sv_srq {
@@ -182,6 +203,49 @@ static inline struct sv_srq *sv_srq(struct ibv_srq *s)
     return sr_container_of(s, struct sv_srq, ibsrq);
 }
 
+/* poll_cq's work for any output form: drain (NIC lock held) takes up to n
+ * completions into out; when there are none the NIC runs inline once, and
+ * the NIC thread learns what the application will do next. Inlined into
+ * each caller, so ibv_poll_cq pays no indirect call.
+ * more: the poll continues a batch (ibv_next_poll). On an armed CQ it then
+ * takes only what is there: an inline pass could add a completion, fire
+ * the armed event for it and hand it over at once, and an application
+ * that polls once per event (ibv_rc_pingpong -t -e) would find nothing
+ * behind that event. */
+static inline __attribute__((always_inline)) int
+sv_cq_poll_with(struct sv_cq *c, int num_entries, void *out,
+                int (*drain)(struct sv_cq *c, int n, void *out), bool more)
+{
+    struct sr_nic *nic = sv_ctx(c->ibcq.context)->nic;
+    sr_nic_lock(nic);
+    int got = drain(c, num_entries, out);
+    bool ran = false, nap = false;
+    if (!got && num_entries > 0 && !(more && sr_cq_armed(c->cq))) {
+        /* Nothing yet: drive the NIC inline once, for latency. */
+        sr_nic_progress(nic);
+        sr_nic_kick(nic); /* the pass may have set a timer (a held ACK) */
+        got = drain(c, num_entries, out);
+        ran = true;
+        nap = sr_nic_app_bulk(nic);
+    }
+    /* An armed CQ polled dry is the usual last look before
+     * ibv_get_cq_event: the thread is about to block, so the NIC thread
+     * must listen (and every held ACK leaves). Any other poll will be
+     * followed by more; one that ran the NIC and found nothing releases
+     * the ACKs held long. */
+    if (!got && sr_cq_armed(c->cq)) {
+        sr_nic_app_sleeps(nic);
+    } else if (num_entries > 0) {
+        if (ran && !got)
+            sr_nic_app_idle(nic);
+        sr_nic_app_polls(nic, ran);
+    }
+    sr_nic_unlock(nic);
+    if (nap)
+        sr_nic_app_nap();
+    return got;
+}
+
 /* errno for an SR_ERR_* code */
 int sv_errno(int err);
 
@@ -204,6 +268,18 @@ void sv_init_ops(struct sv_context *ctx);
 void sv_engine_cq_event(void *ctx, struct sr_cq *cq, bool solicited);
 void sv_engine_async_event(void *ctx, enum sr_event_type type, void *obj);
 int sv_post_send_one(struct sv_qp *q, const struct sr_send_wr *wr);
+
+/* pd_ex.c: parent and thread domains */
+void sv_pd_ex_init_ops(struct sv_context *ctx);
+/* pd as a parent domain, or NULL when it is a plain PD */
+struct sv_pd *sv_parent_domain(struct ibv_pd *pd);
+/* the allocator the engine uses for rings of objects made on pd, or NULL */
+const struct sr_alloc *sv_pd_alloc(struct ibv_pd *pd);
+/* ibv_dealloc_pd of a parent domain, or of a PD with parent domains over it */
+int sv_pd_ex_dealloc(struct sv_pd *p);
+
+/* cq_ex.c */
+void sv_cq_ex_init_ops(struct sv_context *ctx);
 
 /* mw.c: memory windows */
 void sv_mw_init_ops(struct sv_context *ctx);

@@ -9,6 +9,13 @@ CUDA and rdma_cm are not ours here. The run fails on any failure or error,
 and on any skip that SKIPLIST does not allow; SKIPLIST lines are
 `<test id or fnmatch pattern> | <reason>`.
 
+Three of the suite's tests need 2 MiB huge pages (MAP_HUGETLB). Run as
+root, the runner reserves a few for the run when fewer are free
+(/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages) and gives back what
+it added afterwards. When it cannot (not root, or the kernel has none to
+give) and none are free, those tests skip ("There are no huge pages of
+size 2M allocated") and the runner allows that skip for this run only.
+
 Environment: SR_PYVERBS_SUITE (default /usr/share/doc/rdma-core/tests),
 SR_PYVERBS_ONLY (space-separated module or test ids to run instead of all),
 SR_PYVERBS_TEST_TIMEOUT (seconds one test may take, default 60).
@@ -46,6 +53,56 @@ def unpack(dst):
                 shutil.copyfileobj(src, out)
             os.unlink(p)
     return tests
+
+
+HUGE_NR = '/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages'
+HUGE_FREE = '/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages'
+HUGE_WANT = 8  # the suite maps one 2 MiB page per resource, a few at once
+
+
+def read_int(path):
+    with open(path) as f:
+        return int(f.read().split()[0])
+
+
+def reserve_huge_pages():
+    """Pages this run added to the pool (0: none, not root, or the kernel
+    would not give them)."""
+    if os.geteuid() != 0 or not os.path.exists(HUGE_NR):
+        return 0
+    try:
+        need = HUGE_WANT - read_int(HUGE_FREE)
+        if need <= 0:
+            return 0
+        before = read_int(HUGE_NR)
+        with open(HUGE_NR, 'w') as f:
+            f.write(str(before + need))
+        added = read_int(HUGE_NR) - before  # the kernel grants what it can
+        print(f'note: reserved {added} huge pages of 2 MiB for the run')
+        return max(added, 0)
+    except OSError as ex:
+        print(f'note: no huge pages reserved ({ex})')
+        return 0
+
+
+# The tests that map 2 MiB huge pages: allowed to skip only when the run
+# could not have them.
+HUGE_TESTS = ('tests.test_odp.OdpTestCase.test_odp_rc_huge*',
+              'tests.test_parent_domain.ParentDomainTrafficTest.test_huge_page_traffic')
+
+
+def huge_pages_free():
+    try:
+        return read_int(HUGE_FREE)
+    except OSError:
+        return 0
+
+
+def release_huge_pages(added):
+    # Take back only what was added: another run may have reserved more.
+    if added:
+        with open(HUGE_NR, 'w') as f:
+            f.write(str(max(read_int(HUGE_NR) - added, 0)))
 
 
 def read_skiplist(path):
@@ -104,6 +161,10 @@ def main():
     libdir, skiplist = os.path.abspath(sys.argv[1]), sys.argv[2]
     allowed = read_skiplist(skiplist)
     tmp = tempfile.mkdtemp(prefix='sr-pyverbs-')
+    huge = reserve_huge_pages()
+    if not huge and huge_pages_free() == 0:
+        allowed += [(t, 'no 2 MiB huge pages free and none could be reserved (run as root)')
+                    for t in HUGE_TESTS]
     try:
         tests = unpack(tmp)
         names = os.environ.get('SR_PYVERBS_ONLY', '').split() or generic_modules(tests)
@@ -122,6 +183,7 @@ def main():
         with open(res_path) as f:
             res = json.load(f)
     finally:
+        release_huge_pages(huge)
         shutil.rmtree(tmp, ignore_errors=True)
 
     bad = []

@@ -21,6 +21,12 @@ src=$?
 sr_report $src $crc
 # the pingpongs print "N iters in ..."; ibv_xsrq_pingpong prints "success"
 grep -qE "iters in|^success" "$out/srv" && grep -qE "iters in|^success" "$out/cli" || { echo "FAIL: no result line"; exit 1; }
+# -t (completion timestamps from an ibv_cq_ex): the timestamp deltas of
+# the receive completions are reported
+case " $* " in *" -t "*)
+  grep -q "Average receive completion clock cycles" "$out/cli" ||
+    { echo "FAIL: no completion timestamps"; exit 1; } ;;
+esac
 # both sides must have talked to softrdma's device (RoCEv2 GIDs)
 grep -q "GID ::ffff:127\." "$out/cli" || { echo "FAIL: not a softrdma loopback GID"; exit 1; }
 # With SR_MAX_USEC_PER_ITER set, the client's "= X usec/iter" must stay

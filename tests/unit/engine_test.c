@@ -801,6 +801,44 @@ static void test_retry_exceeded(void)
     h_fini(&h);
 }
 
+/* Completions carry the time the engine generated them: the now_ns of the
+ * call that did (ibv_cq_ex timestamps are this). */
+static void test_wc_timestamps(void)
+{
+    sr_test_ctx = "completion timestamps";
+    struct harness h;
+    struct h_pair pr;
+    h_init(&h, 0);
+    struct h_qp_opts o = {.type = SR_QPT_RC, .access = 15};
+    h_connect(&h, &pr, &o);
+    reg_mem(&pr, 15);
+    h_run(&h, NULL, NULL, 123457); /* a start time that is not 0 */
+    uint64_t t0 = h.now;
+    struct sr_sge rsg = {(uintptr_t)mem[1], 100, sr_mr_lkey(mr[1])};
+    struct sr_recv_wr rwr = {.wr_id = 7, .sg_list = &rsg, .num_sge = 1};
+    SR_CHECK_EQ(sr_qp_post_recv(pr.qp[1], &rwr), 0);
+    struct sr_sge sg = {(uintptr_t)mem[0], 100, sr_mr_lkey(mr[0])};
+    struct sr_send_wr wr = signaled_wr(1, &sg, SR_WR_SEND, 0);
+    SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &wr, h.now), 0);
+    struct sr_wc wc[2];
+    SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 1, wc, 1000000), 1);
+    SR_CHECK_EQ(wait_wc(&h, pr.rcq[1], 1, wc + 1, 1000000), 1);
+    /* the SEND arrives one wire delay after it was posted, its ACK one later */
+    SR_CHECK_EQ(wc[1].ts_ns, t0 + H_DELAY_NS);
+    SR_CHECK_EQ(wc[0].ts_ns, t0 + 2 * H_DELAY_NS);
+    /* a completion made by a timer has the timer's time */
+    h.filter = f_all;
+    h_run(&h, NULL, NULL, 1000);
+    uint64_t t1 = h.now;
+    SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &wr, h.now), 0);
+    SR_CHECK_EQ(wait_wc(&h, pr.scq[0], 1, wc, 100000000000ull), 1);
+    SR_CHECK_EQ(wc[0].status, SR_WC_RETRY_EXC_ERR);
+    SR_CHECK(wc[0].ts_ns > t1 && wc[0].ts_ns <= h.now);
+    sr_mr_dereg(mr[0]);
+    sr_mr_dereg(mr[1]);
+    h_fini(&h);
+}
+
 static void test_ud(void)
 {
     sr_test_ctx = "ud";
@@ -1790,6 +1828,7 @@ int main(void)
     SR_RUN(test_max_rd_atomic);
     SR_RUN(test_rnr);
     SR_RUN(test_retry_exceeded);
+    SR_RUN(test_wc_timestamps);
     SR_RUN(test_ud);
     SR_RUN(test_uc);
     SR_RUN(test_xrc);
