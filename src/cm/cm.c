@@ -501,17 +501,16 @@ static void rx_class_port_info(const uint8_t sgid[16], const struct scm_mad *m)
  * keepalive interval. A peer that has answered once and then misses
  * CM_KEEPALIVE_MISSES probes in a row is gone: the QP goes to the error
  * state and the consumer sees DISCONNECTED, as after a DREQ (IBA 12.9.6.9).
- * A peer that never answers (a CM without ClassPortInfo) is never judged. */
+ * A peer that never answers (a CM without ClassPortInfo), or dies before
+ * its first answer, is never judged: only its RC QP's retries can tell. */
 static void keepalive(struct scm_id *i, uint64_t now_ns)
 {
     if (i->state != SCM_ESTABLISHED || !scm_svc.keepalive_ns) {
         i->ka_next_ns = 0;
         return;
     }
-    if (!i->ka_next_ns) {
-        i->ka_next_ns = now_ns + scm_svc.keepalive_ns;
-        return;
-    }
+    /* the first probe goes at once: the sooner the peer has answered one,
+     * the sooner its silence counts */
     if (i->ka_next_ns > now_ns)
         return;
     if (i->ka_seen && i->ka_missed >= CM_KEEPALIVE_MISSES) {
