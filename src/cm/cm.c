@@ -144,6 +144,15 @@ void scm_cm_arm(struct scm_id *id, uint64_t now_ns)
     id->deadline_ns = now_ns + retry_ns(id);
 }
 
+/* Repeat the MAD an id last sent, if it is the one a duplicate asks for:
+ * an id's kept MAD may be of another step (a passive side keeps its REP,
+ * not an RTU) or none at all yet. */
+static void resend_last(struct scm_id *id, uint16_t attr)
+{
+    if ((uint16_t)(id->last[16] << 8 | id->last[17]) == attr && id->last[0] == 1)
+        scm_send_mad(id->peer_gid, id->last);
+}
+
 /* Send a MAD, keep it for the retry timer when a reply is due. */
 static void send_kept(struct scm_id *id, const struct scm_mad *m, bool await, uint64_t now_ns)
 {
@@ -255,7 +264,7 @@ static void rx_req(const uint8_t sgid[16], const struct scm_mad *m, uint64_t now
         if (i->remote_comm_id == m->local_comm_id && !memcmp(i->peer_gid, sgid, 16) &&
             i->listener) {
             if (i->state == SCM_REP_SENT)
-                scm_send_mad(i->peer_gid, i->last);
+                resend_last(i, SCM_ATTR_REP);
             return;
         }
     struct scm_iphdr h;
@@ -333,7 +342,7 @@ static void rx_rep(const struct scm_mad *m, uint64_t now_ns)
         return;
     if (id->state == SCM_ESTABLISHED && id->remote_comm_id == m->local_comm_id) {
         /* our RTU was lost: repeat it (IBA 12.9.6.3) */
-        scm_send_mad(id->peer_gid, id->last);
+        resend_last(id, SCM_ATTR_RTU);
         return;
     }
     if (id->state != SCM_REQ_SENT)
@@ -587,7 +596,9 @@ uint64_t scm_cm_timers(uint64_t now_ns)
             } else if (i->retries_left) {
                 /* IBA 12.7.32: resend up to Max CM Retries times */
                 i->retries_left--;
-                scm_send_mad(i->peer_gid, i->last);
+                resend_last(i, i->state == SCM_REQ_SENT   ? SCM_ATTR_REQ
+                               : i->state == SCM_REP_SENT ? SCM_ATTR_REP
+                                                          : SCM_ATTR_DREQ);
                 i->deadline_ns = now_ns + retry_ns(i);
             } else if (i->state == SCM_REQ_SENT || i->state == SCM_REP_SENT) {
                 send_rej(i->peer_gid, i->local_comm_id, i->remote_comm_id,
