@@ -28,3 +28,16 @@ if(RPING)
                          LABELS "compat;debian-bin" TIMEOUT 30)
   endforeach()
 endif()
+
+find_program(TSHARK tshark)
+if(RPING AND TSHARK AND Python3_FOUND)
+  add_test(NAME compat.rdmacm_capture_lo
+           COMMAND ${Python3_EXECUTABLE} ${SR_COMPAT_DIR}/rdmacm_capture.py ${SR_LIBDIR} ${RPING}
+                   lo ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(compat.rdmacm_capture_lo PROPERTIES LABELS "compat;debian-bin" TIMEOUT 120)
+  add_test(NAME compat.rdmacm_capture_netns
+           COMMAND ${Python3_EXECUTABLE} ${SR_COMPAT_DIR}/rdmacm_capture.py ${SR_LIBDIR} ${RPING}
+                   netns ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(compat.rdmacm_capture_netns PROPERTIES
+                       LABELS "compat;debian-bin;netns" TIMEOUT 120 SKIP_RETURN_CODE 77)
+endif()
