@@ -474,8 +474,10 @@ static int run_flood(int n, int port)
     struct rdma_event_channel *cch = rdma_create_event_channel();
     struct srv s = {.ch = lch, .n = 1};
     pthread_t t;
-    if (!cch || pthread_create(&t, NULL, cycle_server, &s))
-        die("client");
+    if (!cch)
+        die("rdma_create_event_channel");
+    if (pthread_create(&t, NULL, cycle_server, &s))
+        die("pthread_create");
     struct conn c;
     client_connect(cch, &c, port, "legitimate client");
     send_one(&c, "ping");
