@@ -199,7 +199,8 @@ struct scm_id *scm_id_new(struct rdma_event_channel *ch, void *ctx, enum rdma_po
     i->retry_cnt = 7;
     i->rnr_retry = 7;
     i->ack_timeout = 14;
-    i->timeout_exp = 18;
+    i->timeout_exp = scm_svc.cm_timeout;
+    i->max_retries = scm_svc.cm_retries;
     i->next = scm_svc.ids;
     scm_svc.ids = i;
     return i;
@@ -370,11 +371,12 @@ SCM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 
 SCM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
-    (void)backlog;
     if (!id)
         return fail(EINVAL);
     struct scm_id *i = sid(id);
     LOCK();
+    /* as the kernel's ucma: 1..max_backlog, anything else the maximum */
+    i->backlog = backlog > 0 && backlog < scm_svc.max_backlog ? backlog : scm_svc.max_backlog;
     if (i->state == SCM_IDLE) {
         UNLOCK();
         struct sockaddr_in any = {.sin_family = AF_INET};
@@ -438,6 +440,11 @@ SCM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
      * else the address itself is a device's GID, as on any RoCE port. */
     if (!scm_dir_lookup((uint16_t)id->ps, dport, dip, i->peer_gid))
         memcpy(i->peer_gid, dip, 16);
+    /* No listener in this namespace's directory for a loopback address:
+     * nobody listens there. The REQ goes to our own CM, which rejects it
+     * "invalid service ID" as the kernel's does for a port nobody listens on. */
+    if (scm_ip_is_loopback(dip) && !memcmp(i->peer_gid, dip, 16))
+        memcpy(i->peer_gid, scm_svc.gid, 16);
     id->verbs = scm_svc.verbs;
     i->state = SCM_ADDR_RESOLVED;
     scm_post(i, RDMA_CM_EVENT_ADDR_RESOLVED, 0);

@@ -12,14 +12,25 @@
 
 #include "scm_int.h"
 
+/* Defaults as the kernel's rdma_cm (drivers/infiniband/core/cma.c): CM
+ * response timeout 2^20 x 4.096 us (~4.3 s), 15 Max CM Retries, a RoCE
+ * packet lifetime of 2^16 x 4.096 us (~268 ms). A MAD awaiting a reply is
+ * resent after 2 x packet lifetime + the peer's response timeout (IBA
+ * 12.7.31), at most Max CM Retries times (12.7.32): a REQ to a silent peer
+ * gives UNREACHABLE after 16 x ~4.83 s, ~77 s, as on Linux. */
 enum {
-    CM_RESP_TIMEOUT = 18, /* ~1.07 s: 4.096 us * 2^18 (IBA 12.7.31) */
-    CM_MAX_RETRIES = CM_MAX_RETRIES_PUB,
+    CM_RESP_TIMEOUT = 20,
+    CM_MAX_RETRIES = 15, /* IBA 12.6.5: a 4-bit field */
+    CM_PACKET_LIFETIME = 16,
+    CM_KEEPALIVE_MS = 2000,
+    CM_KEEPALIVE_MISSES = 3,
+    CM_MAX_BACKLOG = 1024, /* the kernel's net.rdma_ucm.max_backlog */
     UDP_QKEY = 0x01234567,
 };
-static const uint64_t TIMEWAIT_NS = 2000000000ull; /* twice a packet lifetime, generously (IBA 12.9.7) */
+static const uint64_t TIMEWAIT_NS =
+    2000000000ull; /* twice a packet lifetime, generously (IBA 12.9.7) */
 
-#define LOCK() pthread_mutex_lock(&scm_svc.lock)
+#define LOCK()   pthread_mutex_lock(&scm_svc.lock)
 #define UNLOCK() pthread_mutex_unlock(&scm_svc.lock)
 
 /* ---- addresses ---- */
@@ -60,7 +71,7 @@ void scm_ip_sa(const uint8_t ip[16], uint16_t port, struct sockaddr_storage *ss)
     }
 }
 
-static bool ip_is_loopback(const uint8_t ip[16])
+bool scm_ip_is_loopback(const uint8_t ip[16])
 {
     static const uint8_t lo6[16] = {[15] = 1};
     return (scm_ip_is_v4(ip) && ip[12] == 127) || !memcmp(ip, lo6, 16);
@@ -83,6 +94,30 @@ static void src_ip(const struct scm_id *id, uint8_t ip[16])
         memcpy(ip, scm_svc.gid, 16);
 }
 
+/* ---- configuration ---- */
+static long env_num(const char *name, long def, long lo, long hi)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    char *end;
+    long n = strtol(v, &end, 0);
+    if (*end || n < lo || n > hi) {
+        fprintf(stderr, "softrdma cm: %s=%s is not in %ld..%ld, using %ld\n", name, v, lo, hi, def);
+        return def;
+    }
+    return n;
+}
+
+void scm_cm_config(void)
+{
+    scm_svc.cm_timeout = (uint8_t)env_num("SOFTRDMA_CM_TIMEOUT", CM_RESP_TIMEOUT, 0, 31);
+    scm_svc.cm_retries = (uint8_t)env_num("SOFTRDMA_CM_RETRIES", CM_MAX_RETRIES, 0, 15);
+    scm_svc.keepalive_ns =
+        (uint64_t)env_num("SOFTRDMA_CM_KEEPALIVE_MS", CM_KEEPALIVE_MS, 0, 3600000) * 1000000ull;
+    scm_svc.max_backlog = (int)env_num("SOFTRDMA_CM_MAX_BACKLOG", CM_MAX_BACKLOG, 1, 1 << 20);
+}
+
 /* ---- the state machine's helpers ---- */
 static struct scm_id *id_by_local(uint32_t comm_id)
 {
@@ -97,18 +132,37 @@ static uint64_t cm_timeout_ns(uint8_t exp)
     return 4096ull << (exp > 31 ? 31 : exp); /* 4.096 us * 2^exp (IBA 12.7.31) */
 }
 
+/* how long a MAD waits for its reply before it is resent (IBA 12.7.31) */
+static uint64_t retry_ns(const struct scm_id *id)
+{
+    return 2 * cm_timeout_ns(CM_PACKET_LIFETIME) + cm_timeout_ns(id->timeout_exp);
+}
+
+void scm_cm_arm(struct scm_id *id, uint64_t now_ns)
+{
+    id->retries_left = id->max_retries;
+    id->deadline_ns = now_ns + retry_ns(id);
+}
+
+/* Repeat the MAD an id last sent, if it is the one a duplicate asks for:
+ * an id's kept MAD may be of another step (a passive side keeps its REP,
+ * not an RTU) or none at all yet. */
+static void resend_last(struct scm_id *id, uint16_t attr)
+{
+    if ((uint16_t)(id->last[16] << 8 | id->last[17]) == attr && id->last[0] == 1)
+        scm_send_mad(id->peer_gid, id->last);
+}
+
 /* Send a MAD, keep it for the retry timer when a reply is due. */
 static void send_kept(struct scm_id *id, const struct scm_mad *m, bool await, uint64_t now_ns)
 {
     if (scm_mad_encode(m, id->last))
         return;
     scm_send_mad(id->peer_gid, id->last);
-    if (await) {
-        id->retries_left = CM_MAX_RETRIES;
-        id->deadline_ns = now_ns + 2 * cm_timeout_ns(id->timeout_exp);
-    } else {
+    if (await)
+        scm_cm_arm(id, now_ns);
+    else
         id->deadline_ns = 0;
-    }
 }
 
 static void send_rej(const uint8_t gid[16], uint32_t local, uint32_t remote, uint8_t kind,
@@ -182,12 +236,26 @@ static struct scm_id *find_listener(uint64_t service_id, const uint8_t dst[16])
             continue;
         uint8_t ip[16];
         src_ip(i, ip);
-        if (i->bound_any || !memcmp(ip, dst, 16) || ip_is_loopback(ip))
+        if (i->bound_any || !memcmp(ip, dst, 16) || scm_ip_is_loopback(ip))
             return i;
     }
     return NULL;
 }
 
+/* Connection requests a listener has not read yet (its backlog). */
+static int pending_reqs(struct scm_id *l)
+{
+    int n = 0;
+    if (l->sync) {
+        for (struct scm_id *i = scm_svc.ids; i; i = i->next)
+            n += i->listener == l && i->state == SCM_REQ_RCVD;
+        return n;
+    }
+    struct scm_channel *c = sr_container_of(l->id.channel, struct scm_channel, ch);
+    for (struct scm_event *e = c->head; e && n < l->backlog; e = e->next)
+        n += e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && e->ev.listen_id == &l->id;
+    return n;
+}
 
 static void rx_req(const uint8_t sgid[16], const struct scm_mad *m, uint64_t now_ns)
 {
@@ -196,7 +264,7 @@ static void rx_req(const uint8_t sgid[16], const struct scm_mad *m, uint64_t now
         if (i->remote_comm_id == m->local_comm_id && !memcmp(i->peer_gid, sgid, 16) &&
             i->listener) {
             if (i->state == SCM_REP_SENT)
-                scm_send_mad(i->peer_gid, i->last);
+                resend_last(i, SCM_ATTR_REP);
             return;
         }
     struct scm_iphdr h;
@@ -216,7 +284,13 @@ static void rx_req(const uint8_t sgid[16], const struct scm_mad *m, uint64_t now
                  l ? SCM_REJ_INVALID_SERVICE_ID + 1 : SCM_REJ_INVALID_SERVICE_ID, NULL, 0);
         return;
     }
-    struct scm_id *n = scm_id_new(l->sync ? NULL : l->id.channel, l->id.context, l->id.ps, IBV_QPT_RC);
+    /* A listener with its backlog of unread requests full: the REQ is
+     * dropped, unanswered, so that the requester's resend may find room
+     * (the kernel's ucma and cm_destroy_id on -ENOMEM do the same). */
+    if (pending_reqs(l) >= l->backlog)
+        return;
+    struct scm_id *n =
+        scm_id_new(l->sync ? NULL : l->id.channel, l->id.context, l->id.ps, IBV_QPT_RC);
     if (!n) {
         send_rej(sgid, 0, m->local_comm_id, 0, 3 /* no resources */, NULL, 0);
         return;
@@ -233,7 +307,10 @@ static void rx_req(const uint8_t sgid[16], const struct scm_mad *m, uint64_t now
     n->retry_cnt = m->retry_cnt;
     n->rnr_retry = m->rnr_retry;
     n->mtu = m->mtu;
-    n->timeout_exp = m->remote_cm_timeout;
+    /* the REP waits for the RTU as long as the requester says it may take
+     * (Local CM Response Timeout, IBA 12.6.5), resent Max CM Retries times */
+    n->timeout_exp = m->local_cm_timeout;
+    n->max_retries = m->max_cm_retries;
     n->ack_timeout = m->ack_timeout;
     scm_ip_sa(dst, (uint16_t)(m->service_id & 0xffff), &n->id.route.addr.src_storage);
     scm_ip_sa(src, h.src_port, &n->id.route.addr.dst_storage);
@@ -265,7 +342,7 @@ static void rx_rep(const struct scm_mad *m, uint64_t now_ns)
         return;
     if (id->state == SCM_ESTABLISHED && id->remote_comm_id == m->local_comm_id) {
         /* our RTU was lost: repeat it (IBA 12.9.6.3) */
-        scm_send_mad(id->peer_gid, id->last);
+        resend_last(id, SCM_ATTR_RTU);
         return;
     }
     if (id->state != SCM_REQ_SENT)
@@ -402,7 +479,74 @@ static void rx_mra(const struct scm_mad *m, uint64_t now_ns)
     if (!id || (id->state != SCM_REQ_SENT && id->state != SCM_REP_SENT))
         return;
     /* IBA 12.6.6: the peer needs its service timeout more before it answers */
-    id->deadline_ns = now_ns + cm_timeout_ns(m->service_timeout) + cm_timeout_ns(id->timeout_exp);
+    id->deadline_ns = now_ns + cm_timeout_ns(m->service_timeout) + retry_ns(id);
+}
+
+/* Get(ClassPortInfo): every management class answers it (IBA 13.4.8.1);
+ * it is also what our liveness probe asks. GetResp: the CM at sgid is
+ * alive, and so are our connections' peers there. */
+static void rx_class_port_info(const uint8_t sgid[16], const struct scm_mad *m)
+{
+    if (m->method == SCM_METHOD_GET) {
+        struct scm_mad r = {.attr_id = SCM_ATTR_CLASS_PORT_INFO,
+                            .method = SCM_METHOD_GET_RESP,
+                            .tid = m->tid,
+                            .resp_time = scm_svc.cm_timeout};
+        uint8_t buf[SCM_MAD_LEN];
+        if (!scm_mad_encode(&r, buf))
+            scm_send_mad(sgid, buf);
+        return;
+    }
+    for (struct scm_id *i = scm_svc.ids; i; i = i->next)
+        if (!memcmp(i->peer_gid, sgid, 16)) {
+            i->ka_missed = 0;
+            i->ka_seen = true;
+        }
+}
+
+/* A connection's liveness (softrdma's, docs/CM.md): a process that dies
+ * cannot send its DREQ, as the kernel does for a process that exits, so
+ * an established id asks the peer's CM for its ClassPortInfo every
+ * keepalive interval. A peer that has answered once and then misses
+ * CM_KEEPALIVE_MISSES probes in a row is gone: the QP goes to the error
+ * state and the consumer sees DISCONNECTED, as after a DREQ (IBA 12.9.6.9).
+ * A peer that never answers (a CM without ClassPortInfo), or dies before
+ * its first answer, is never judged: only its RC QP's retries can tell. */
+static void keepalive(struct scm_id *i, uint64_t now_ns)
+{
+    if (i->state != SCM_ESTABLISHED || !scm_svc.keepalive_ns) {
+        i->ka_next_ns = 0;
+        return;
+    }
+    /* the first probe goes at once: the sooner the peer has answered one,
+     * the sooner its silence counts */
+    if (i->ka_next_ns > now_ns)
+        return;
+    if (i->ka_seen && i->ka_missed >= CM_KEEPALIVE_MISSES) {
+        qp_err(i);
+        /* should it be alive after all, it hears the connection end */
+        struct scm_mad d = {.attr_id = SCM_ATTR_DREQ,
+                            .tid = ((uint64_t)i->local_comm_id << 32) | 2,
+                            .local_comm_id = i->local_comm_id,
+                            .remote_comm_id = i->remote_comm_id,
+                            .qpn = i->remote_qpn};
+        uint8_t buf[SCM_MAD_LEN];
+        if (!scm_mad_encode(&d, buf))
+            scm_send_mad(i->peer_gid, buf);
+        i->ka_next_ns = 0;
+        enter_timewait(i, now_ns);
+        scm_post(i, RDMA_CM_EVENT_DISCONNECTED, 0);
+        return;
+    }
+    struct scm_mad g = {.attr_id = SCM_ATTR_CLASS_PORT_INFO,
+                        .method = SCM_METHOD_GET,
+                        .tid = ((uint64_t)i->local_comm_id << 32) | 0x4b41};
+    uint8_t buf[SCM_MAD_LEN];
+    if (!scm_mad_encode(&g, buf))
+        scm_send_mad(i->peer_gid, buf);
+    if (i->ka_missed < 255)
+        i->ka_missed++;
+    i->ka_next_ns = now_ns + scm_svc.keepalive_ns;
 }
 
 void scm_cm_rx(const uint8_t sgid[16], const uint8_t *buf, size_t len, uint64_t now_ns)
@@ -411,6 +555,9 @@ void scm_cm_rx(const uint8_t sgid[16], const uint8_t *buf, size_t len, uint64_t 
     if (scm_mad_decode(buf, len, &m))
         return; /* not a CM MAD we speak: dropped (IBA 13.5.3.2) */
     switch (m.attr_id) {
+    case SCM_ATTR_CLASS_PORT_INFO:
+        rx_class_port_info(sgid, &m);
+        break;
     case SCM_ATTR_REQ:
         rx_req(sgid, &m, now_ns);
         break;
@@ -449,8 +596,10 @@ uint64_t scm_cm_timers(uint64_t now_ns)
             } else if (i->retries_left) {
                 /* IBA 12.7.32: resend up to Max CM Retries times */
                 i->retries_left--;
-                scm_send_mad(i->peer_gid, i->last);
-                i->deadline_ns = now_ns + 2 * cm_timeout_ns(i->timeout_exp);
+                resend_last(i, i->state == SCM_REQ_SENT   ? SCM_ATTR_REQ
+                               : i->state == SCM_REP_SENT ? SCM_ATTR_REP
+                                                          : SCM_ATTR_DREQ);
+                i->deadline_ns = now_ns + retry_ns(i);
             } else if (i->state == SCM_REQ_SENT || i->state == SCM_REP_SENT) {
                 send_rej(i->peer_gid, i->local_comm_id, i->remote_comm_id,
                          i->state == SCM_REQ_SENT ? 0 : 1, SCM_REJ_TIMEOUT, NULL, 0);
@@ -462,8 +611,11 @@ uint64_t scm_cm_timers(uint64_t now_ns)
                 scm_post(i, RDMA_CM_EVENT_DISCONNECTED, 0);
             }
         }
+        keepalive(i, now_ns);
         if (i->deadline_ns && (!next || i->deadline_ns < next))
             next = i->deadline_ns;
+        if (i->ka_next_ns && (!next || i->ka_next_ns < next))
+            next = i->ka_next_ns;
     }
     return next;
 }

@@ -228,7 +228,7 @@ SCM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
                         .pkey = 0xffff,
                         .mtu = i->mtu,
                         .rnr_retry = i->rnr_retry,
-                        .max_cm_retries = 8,
+                        .max_cm_retries = i->max_retries,
                         .srq = id->qp ? id->qp->srq != NULL : (p ? p->srq : 0),
                         /* RoCE: no LIDs, the permissive LID (IBA A16.4) */
                         .local_lid = 0xffff,
@@ -261,8 +261,7 @@ SCM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
         return fail(EINVAL);
     }
     scm_send_mad(i->peer_gid, i->last);
-    i->retries_left = CM_MAX_RETRIES_PUB;
-    i->deadline_ns = scm_now_ns() + 2 * (4096ull << i->timeout_exp);
+    scm_cm_arm(i, scm_now_ns());
     i->state = SCM_REQ_SENT;
     bool sync = i->sync;
     scm_svc_kick();
@@ -327,8 +326,7 @@ SCM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
         return fail(EINVAL);
     }
     scm_send_mad(i->peer_gid, i->last);
-    i->retries_left = CM_MAX_RETRIES_PUB;
-    i->deadline_ns = scm_now_ns() + 2 * (4096ull << i->timeout_exp);
+    scm_cm_arm(i, scm_now_ns());
     i->state = SCM_REP_SENT;
     bool sync = i->sync;
     scm_svc_kick();
@@ -423,8 +421,7 @@ SCM_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
                         .qpn = i->remote_qpn};
     if (!scm_mad_encode(&m, i->last))
         scm_send_mad(i->peer_gid, i->last);
-    i->retries_left = CM_MAX_RETRIES_PUB;
-    i->deadline_ns = scm_now_ns() + 2 * (4096ull << i->timeout_exp);
+    scm_cm_arm(i, scm_now_ns());
     i->state = SCM_DREQ_SENT;
     scm_svc_kick();
     UNLOCK();

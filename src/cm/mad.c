@@ -13,9 +13,9 @@ static const struct {
     uint16_t attr;
     uint8_t off, len;
 } priv_tab[] = {
-    {SCM_ATTR_REQ, 140, 92},  {SCM_ATTR_MRA, 10, 222},  {SCM_ATTR_REJ, 84, 148},
-    {SCM_ATTR_REP, 36, 196},  {SCM_ATTR_RTU, 8, 224},   {SCM_ATTR_DREQ, 12, 220},
-    {SCM_ATTR_DREP, 8, 224},  {SCM_ATTR_SIDR_REQ, 16, 216}, {SCM_ATTR_SIDR_REP, 96, 136},
+    {SCM_ATTR_REQ, 140, 92}, {SCM_ATTR_MRA, 10, 222},      {SCM_ATTR_REJ, 84, 148},
+    {SCM_ATTR_REP, 36, 196}, {SCM_ATTR_RTU, 8, 224},       {SCM_ATTR_DREQ, 12, 220},
+    {SCM_ATTR_DREP, 8, 224}, {SCM_ATTR_SIDR_REQ, 16, 216}, {SCM_ATTR_SIDR_REP, 96, 136},
 };
 
 static int priv_slot(uint16_t attr)
@@ -53,6 +53,8 @@ const char *scm_attr_name(uint16_t a)
         return "SIDR_REQ";
     case SCM_ATTR_SIDR_REP:
         return "SIDR_REP";
+    case SCM_ATTR_CLASS_PORT_INFO:
+        return "ClassPortInfo";
     }
     return "?";
 }
@@ -71,7 +73,8 @@ static uint64_t get64(const uint8_t *p)
 }
 static void put32(uint8_t *p, uint32_t v)
 {
-    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8),
+    p[3] = (uint8_t)v;
 }
 static void put16(uint8_t *p, uint16_t v)
 {
@@ -95,16 +98,29 @@ int scm_mad_decode(const uint8_t *buf, size_t len, struct scm_mad *m)
 {
     if (len < SCM_MAD_LEN)
         return SR_ERR_WIRE_SHORT;
+    if (len > SCM_MAD_LEN)
+        return SR_ERR_RANGE; /* IBA 13.4.2: a MAD is 256 bytes, no more */
     /* IBA 13.4.2: base version 1; the CM class, version 2 (12.6) */
-    if (buf[0] != 1 || buf[1] != SCM_MGMT_CLASS || buf[2] != SCM_CLASS_VERSION ||
-        buf[3] != SCM_METHOD_SEND)
+    if (buf[0] != 1 || buf[1] != SCM_MGMT_CLASS || buf[2] != SCM_CLASS_VERSION)
         return SR_ERR_WIRE_FIELD;
     memset(m, 0, sizeof(*m));
+    m->method = buf[3];
+    m->mad_status = get16(buf + 4);
     m->tid = get64(buf + 8);
     m->attr_id = get16(buf + 16);
+    if (m->attr_id == SCM_ATTR_CLASS_PORT_INFO) {
+        /* IBA 13.4.8.1: every class answers Get(ClassPortInfo) */
+        if (m->method != SCM_METHOD_GET && m->method != SCM_METHOD_GET_RESP)
+            return SR_ERR_WIRE_FIELD;
+        m->resp_time = buf[SCM_MAD_HDR_LEN + 7] & 0x1f;
+        return 0;
+    }
     int slot = priv_slot(m->attr_id);
     if (slot < 0)
         return SR_ERR_WIRE_OPCODE;
+    /* IBA 12.6: the CM's messages travel with the Send method only */
+    if (m->method != SCM_METHOD_SEND)
+        return SR_ERR_WIRE_FIELD;
     const uint8_t *d = buf + SCM_MAD_HDR_LEN;
     m->priv_len = priv_tab[slot].len;
     memcpy(m->priv, d + priv_tab[slot].off, m->priv_len);
@@ -203,6 +219,28 @@ int scm_mad_decode(const uint8_t *buf, size_t len, struct scm_mad *m)
 
 int scm_mad_encode(const struct scm_mad *m, uint8_t out[SCM_MAD_LEN])
 {
+    if (m->attr_id == SCM_ATTR_CLASS_PORT_INFO) {
+        if (m->method != SCM_METHOD_GET && m->method != SCM_METHOD_GET_RESP)
+            return SR_ERR_INVAL;
+        memset(out, 0, SCM_MAD_LEN);
+        out[0] = 1;
+        out[1] = SCM_MGMT_CLASS;
+        out[2] = SCM_CLASS_VERSION;
+        out[3] = m->method;
+        put16(out + 4, m->mad_status);
+        put64(out + 8, m->tid);
+        put16(out + 16, m->attr_id);
+        if (m->method == SCM_METHOD_GET_RESP) {
+            /* IBA 13.4.8.1, Table 147: BaseVersion, ClassVersion, no
+             * capabilities, no redirection; RespTimeValue in the low 5
+             * bits of the CapabilityMask2 word */
+            uint8_t *d = out + SCM_MAD_HDR_LEN;
+            d[0] = 1;
+            d[1] = SCM_CLASS_VERSION;
+            d[7] = m->resp_time & 0x1f;
+        }
+        return 0;
+    }
     int slot = priv_slot(m->attr_id);
     if (slot < 0)
         return SR_ERR_INVAL;

@@ -67,7 +67,12 @@ struct scm_id {
     uint8_t tos;
     bool tos_set, reuseaddr, afonly;
     uint8_t timeout_exp;     /* the peer's CM response timeout, 4.096 us * 2^exp */
+    uint8_t max_retries;     /* resends before giving up: ours, or the REQ's Max CM Retries */
     uint8_t retries_left;
+    int backlog;             /* listener: CONNECT_REQUESTs it may leave unread */
+    uint64_t ka_next_ns;     /* established: when the next liveness probe goes */
+    uint8_t ka_missed;       /* probes unanswered in a row */
+    bool ka_seen;            /* the peer answered a probe: its silence means something */
     uint64_t deadline_ns;    /* 0: none */
     uint8_t last[SCM_MAD_LEN]; /* the MAD a timer resends */
     struct ibv_sa_path_rec path;
@@ -96,6 +101,11 @@ struct scm_svc {
     uint32_t next_comm_id;
     uint16_t next_port;
     bool trace; /* SOFTRDMA_CM_TRACE: each MAD on stderr */
+    /* from the environment, once (scm_cm_config; docs/CM.md) */
+    uint8_t cm_timeout;    /* SOFTRDMA_CM_TIMEOUT: our CM response timeout exponent */
+    uint8_t cm_retries;    /* SOFTRDMA_CM_RETRIES: Max CM Retries */
+    uint64_t keepalive_ns; /* SOFTRDMA_CM_KEEPALIVE_MS: probe interval, 0 off */
+    int max_backlog;       /* SOFTRDMA_CM_MAX_BACKLOG */
 };
 
 extern struct scm_svc scm_svc;

@@ -45,7 +45,11 @@ void scm_ip_sa(const uint8_t ip[16], uint16_t port, struct sockaddr_storage *ss)
 struct scm_id *scm_id_new(struct rdma_event_channel *ch, void *ctx, enum rdma_port_space ps,
                           enum ibv_qp_type qpt);
 
-enum { CM_MAX_RETRIES_PUB = 8 }; /* IBA 12.7.32: at most 15 */
+/* cm.c: the configuration (scm_svc_up calls it); arm id's resend timer
+ * for a MAD just sent that awaits a reply (IBA 12.7.31, 12.7.32) */
+void scm_cm_config(void);
+void scm_cm_arm(struct scm_id *id, uint64_t now_ns);
+bool scm_ip_is_loopback(const uint8_t ip[16]);
 /* api.c: a synchronous id's call waits for its event */
 int scm_sync_wait(struct scm_id *id, enum rdma_cm_event_type want);
 

@@ -13,13 +13,16 @@ enum {
     SCM_MAD_HDR_LEN = 24,  /* common MAD header (IBA 13.4.2, Table 145) */
     SCM_MGMT_CLASS = 0x07, /* communication management (IBA 13.4.4) */
     SCM_CLASS_VERSION = 2, /* CM class version (IBA 12.6) */
+    SCM_METHOD_GET = 0x01, /* IBA 13.4.5, Table 146 */
     SCM_METHOD_SEND = 0x03,
+    SCM_METHOD_GET_RESP = 0x81,
     SCM_GSI_QKEY = 0x80010000u, /* the well-known Q_Key of QP1 (IBA 13.5.1.1) */
     SCM_IPHDR_LEN = 36,         /* RDMA IP CM service header (Annex A11.2) */
 };
 
 /* Attribute IDs (IBA 12.6, Table 104) */
 enum scm_attr {
+    SCM_ATTR_CLASS_PORT_INFO = 0x0001, /* IBA 13.4.8.1; the only Get the CM answers */
     SCM_ATTR_REQ = 0x0010,
     SCM_ATTR_MRA = 0x0011,
     SCM_ATTR_REJ = 0x0012,
@@ -67,7 +70,10 @@ struct scm_mad {
     uint16_t reason;         /* REJ */
     uint8_t ari_len;         /* REJ: additional rejection information */
     uint8_t ari[72];
-    uint8_t status; /* SIDR REP */
+    uint8_t status;      /* SIDR REP */
+    uint8_t method;      /* 0 encodes as Send; decode fills it in */
+    uint16_t mad_status; /* common MAD header status (IBA 13.4.7) */
+    uint8_t resp_time;   /* ClassPortInfo RespTimeValue (IBA 13.4.8.1) */
     uint8_t priv_len;
     uint8_t priv[224];
 };
@@ -75,8 +81,12 @@ struct scm_mad {
 /* How many bytes of private data a message carries (IBA 12.6, Tables 106..120);
  * 0 for an attribute softrdma does not speak. */
 size_t scm_mad_priv_len(uint16_t attr_id);
-/* Decode a received MAD. 0, or a negative SR_ERR_*: short, not a CM MAD of
- * class version 2 sent with the Send method, or an unknown attribute. */
+/* Decode a received MAD. 0, or a negative SR_ERR_*: SR_ERR_WIRE_SHORT
+ * (under 256 bytes), SR_ERR_RANGE (over: a MAD is exactly 256 bytes),
+ * SR_ERR_WIRE_FIELD (base version not 1, class not CM, class version not 2,
+ * a method the attribute does not take, an additional-information length
+ * over 72), SR_ERR_WIRE_OPCODE (an attribute softrdma does not speak). CM
+ * messages come with Send, ClassPortInfo with Get or GetResp. */
 int scm_mad_decode(const uint8_t *buf, size_t len, struct scm_mad *m);
 /* Encode m into out (SCM_MAD_LEN bytes); private data beyond what the
  * attribute carries is an error. */

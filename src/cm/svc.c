@@ -285,6 +285,7 @@ int scm_svc_up(void)
     s->guid = ibv_get_device_guid(s->verbs->device);
     s->netns = netns_id();
     s->trace = getenv("SOFTRDMA_CM_TRACE") != NULL;
+    scm_cm_config();
     err = ENOMEM;
     s->pd = ibv_alloc_pd(s->verbs);
     s->cch = ibv_create_comp_channel(s->verbs);

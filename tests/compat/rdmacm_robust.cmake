@@ -1,0 +1,43 @@
+# rdma_cm robustness (docs/CM.md "Failures"): unmodified rping when the
+# peer is absent or dies, a connect/disconnect loop, a dead idle peer and a
+# REQ flood through the public API (rdmacm_stress.c), and the CM's MADs on
+# the wire as tshark dissects them (rdmacm_capture.py).
+find_program(RPING rping)
+find_package(Threads REQUIRED)
+add_executable(rdmacm_stress ${CMAKE_CURRENT_LIST_DIR}/rdmacm_stress.c)
+target_link_libraries(rdmacm_stress PRIVATE rdmacm ibverbs Threads::Threads)
+set_target_properties(rdmacm_stress PROPERTIES BUILD_RPATH ${SR_LIBDIR})
+
+add_test(NAME compat.rdmacm_cycle COMMAND rdmacm_stress cycle 1000 19871)
+add_test(NAME compat.rdmacm_idle_peer_killed COMMAND rdmacm_stress idle 19872)
+add_test(NAME compat.rdmacm_flood COMMAND rdmacm_stress flood 2000 19873)
+# UDP: over shm the process's own ring backlog to itself grows (doubling,
+# capped by the shm driver) and would hide what the CM keeps per cycle
+set_tests_properties(compat.rdmacm_cycle PROPERTIES ENVIRONMENT SOFTRDMA_SHM=0)
+set_tests_properties(compat.rdmacm_idle_peer_killed PROPERTIES
+                     ENVIRONMENT SOFTRDMA_CM_KEEPALIVE_MS=300)
+set_tests_properties(compat.rdmacm_cycle compat.rdmacm_idle_peer_killed compat.rdmacm_flood
+                     PROPERTIES LABELS compat TIMEOUT 60
+                     ENVIRONMENT_MODIFICATION LD_LIBRARY_PATH=path_list_prepend:${SR_LIBDIR})
+
+if(RPING)
+  foreach(c reject stopped server client)
+    add_test(NAME compat.rdmacm_fail_${c}
+             COMMAND ${SR_COMPAT_DIR}/rdmacm_fail.sh ${SR_LIBDIR} ${RPING} ${c})
+    set_tests_properties(compat.rdmacm_fail_${c} PROPERTIES
+                         LABELS "compat;debian-bin" TIMEOUT 30)
+  endforeach()
+endif()
+
+find_program(TSHARK tshark)
+if(RPING AND TSHARK AND Python3_FOUND)
+  add_test(NAME compat.rdmacm_capture_lo
+           COMMAND ${Python3_EXECUTABLE} ${SR_COMPAT_DIR}/rdmacm_capture.py ${SR_LIBDIR} ${RPING}
+                   lo ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(compat.rdmacm_capture_lo PROPERTIES LABELS "compat;debian-bin" TIMEOUT 120)
+  add_test(NAME compat.rdmacm_capture_netns
+           COMMAND ${Python3_EXECUTABLE} ${SR_COMPAT_DIR}/rdmacm_capture.py ${SR_LIBDIR} ${RPING}
+                   netns ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(compat.rdmacm_capture_netns PROPERTIES
+                       LABELS "compat;debian-bin;netns" TIMEOUT 120 SKIP_RETURN_CODE 77)
+endif()
