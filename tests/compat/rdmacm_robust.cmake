@@ -31,13 +31,16 @@ endif()
 
 find_program(TSHARK tshark)
 if(RPING AND TSHARK AND Python3_FOUND)
+  # one work directory each: they write files of the same names, and ctest
+  # may run them at once
+  file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/capture_lo ${CMAKE_CURRENT_BINARY_DIR}/capture_netns)
   add_test(NAME compat.rdmacm_capture_lo
            COMMAND ${Python3_EXECUTABLE} ${SR_COMPAT_DIR}/rdmacm_capture.py ${SR_LIBDIR} ${RPING}
-                   lo ${CMAKE_CURRENT_BINARY_DIR})
+                   lo ${CMAKE_CURRENT_BINARY_DIR}/capture_lo)
   set_tests_properties(compat.rdmacm_capture_lo PROPERTIES LABELS "compat;debian-bin" TIMEOUT 120)
   add_test(NAME compat.rdmacm_capture_netns
            COMMAND ${Python3_EXECUTABLE} ${SR_COMPAT_DIR}/rdmacm_capture.py ${SR_LIBDIR} ${RPING}
-                   netns ${CMAKE_CURRENT_BINARY_DIR})
+                   netns ${CMAKE_CURRENT_BINARY_DIR}/capture_netns)
   set_tests_properties(compat.rdmacm_capture_netns PROPERTIES
                        LABELS "compat;debian-bin;netns" TIMEOUT 120 SKIP_RETURN_CODE 77)
 endif()
