@@ -555,10 +555,13 @@ int sr_rq_post(struct sr_rq *rq, const struct sr_recv_wr *wr)
     return 0;
 }
 
+/* Idempotent: a lingering QP gives its ring back early (sr_qp_destroy_linger)
+ * and is finished later, when whoever lent the ring may be gone. */
 void sr_rq_fini(struct sr_rq *rq)
 {
     sr_ring_free(rq->alloc, rq->buf, rq->alloc_type, rq->custom);
     rq->buf = NULL;
+    rq->custom = false;
 }
 
 int sr_srq_create(struct sr_pd *pd, uint32_t max_wr, uint32_t max_sge, struct sr_srq **out)
