@@ -17,6 +17,8 @@ _Static_assert((int)IBV_WC_RETRY_EXC_ERR == (int)SR_WC_RETRY_EXC_ERR, "wc status
 _Static_assert((int)IBV_WC_REM_ACCESS_ERR == (int)SR_WC_REM_ACCESS_ERR, "wc status values");
 _Static_assert((int)IBV_WC_RECV_RDMA_WITH_IMM == (int)SR_WC_RECV_RDMA_WITH_IMM, "wc opcodes");
 _Static_assert((int)IBV_WR_SEND_WITH_INV == (int)SR_WR_SEND_WITH_INV, "wr opcodes");
+_Static_assert((int)IBV_WR_ATOMIC_WRITE == (int)SR_WR_ATOMIC_WRITE, "wr opcodes");
+_Static_assert((int)IBV_WC_ATOMIC_WRITE == (int)SR_WC_ATOMIC_WRITE, "wc opcodes");
 _Static_assert((int)IBV_QP_DEST_QPN == (int)SR_QP_DEST_QPN, "attr mask");
 _Static_assert((int)IBV_QPS_ERR == (int)SR_QPS_ERR, "qp states");
 _Static_assert((int)IBV_SEND_INLINE == (int)SR_SEND_INLINE, "send flags");
@@ -936,6 +938,10 @@ static int sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
         case IBV_WR_SEND_WITH_IMM:
         case IBV_WR_RDMA_WRITE_WITH_IMM:
             s.imm = ntohl(wr->imm_data);
+            break;
+        case IBV_WR_ATOMIC_WRITE:
+            /* struct ibv_send_wr has no room for its data: ibv_wr_atomic_write only */
+            err = EINVAL;
             break;
         default:
             break;

@@ -306,6 +306,7 @@ static inline uint64_t sv_send_ops_for(enum ibv_qp_type t)
                         IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV;
     switch (t) {
     case IBV_QPT_RC:
+        return rc | IBV_QP_EX_WITH_ATOMIC_WRITE; /* IBA 1.5: an RC opcode only */
     case IBV_QPT_XRC_SEND:
         return rc;
     case IBV_QPT_UC:

@@ -87,9 +87,18 @@ static void case_qp_create(int fd, const void *arg)
     /* a send op the QP could never post is refused at creation */
     a.create_flags = 0;
     a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-    a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_ATOMIC_WRITE;
+    a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_TSO;
     errno = 0;
     VT_CHECK(!ibv_create_qp_ex(d.ctx, &a) && errno == EOPNOTSUPP);
+    /* ATOMIC WRITE is an RC opcode (IBA 1.5): RC takes it, UC does not */
+    a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_ATOMIC_WRITE;
+    qp = ibv_create_qp_ex(d.ctx, &a);
+    if (VT_CHECKF(qp, "RC with ATOMIC WRITE: errno %d", errno))
+        VT_EQ(ibv_destroy_qp(qp), 0);
+    a.qp_type = IBV_QPT_UC;
+    errno = 0;
+    VT_CHECK(!ibv_create_qp_ex(d.ctx, &a) && errno == EOPNOTSUPP);
+    a.qp_type = IBV_QPT_RC;
     a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND;
     qp = ibv_create_qp_ex(d.ctx, &a);
     if (VT_CHECK(qp))
