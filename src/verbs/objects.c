@@ -94,7 +94,7 @@ SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
         return NULL;
     }
     p->ibpd.context = context;
-    p->ibpd.handle = 0;
+    p->ibpd.handle = sv_handle_new(sv_ctx(context)->dev);
     sv_live_add(&p->ibpd, SV_K_PD);
     return &p->ibpd;
 }
@@ -104,6 +104,10 @@ SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
     if (!sv_live_is(pd, SV_K_PD))
         return EINVAL;
     struct sv_pd *p = sv_pd(pd);
+    if (p->imported) {
+        ibv_unimport_pd(pd); /* the original owns the engine PD */
+        return 0;
+    }
     if (p->parent_of || __atomic_load_n(&p->children, __ATOMIC_ACQUIRE))
         return sv_pd_ex_dealloc(p);
     int err = LOCKED(pd->context, sr_pd_free(p->pd));
@@ -169,7 +173,7 @@ struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
     m->ibmr.pd = pd;
     m->ibmr.addr = addr;
     m->ibmr.length = length;
-    m->ibmr.handle = 0;
+    m->ibmr.handle = sv_handle_new(sv_ctx(pd->context)->dev);
     m->ibmr.lkey = sr_mr_lkey(m->mr);
     m->ibmr.rkey = sr_mr_rkey(m->mr);
     m->access = mandatory;
@@ -213,6 +217,10 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
     if (!sv_live_is(mr, SV_K_MR))
         return EINVAL;
     struct sv_mr *m = sr_container_of(mr, struct sv_mr, ibmr);
+    if (m->imported) {
+        ibv_unimport_mr(mr); /* the original owns the engine MR */
+        return 0;
+    }
     int err = LOCKED(mr->context, sr_mr_dereg(m->mr));
     if (err)
         return sv_errno(err);
