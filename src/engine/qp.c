@@ -466,6 +466,8 @@ static enum sr_wc_opcode wc_opcode(enum sr_wr_opcode op)
         return SR_WC_BIND_MW;
     case SR_WR_LOCAL_INV:
         return SR_WC_LOCAL_INV;
+    case SR_WR_ATOMIC_WRITE:
+        return SR_WC_ATOMIC_WRITE;
     default:
         return SR_WC_SEND;
     }
@@ -697,6 +699,8 @@ static bool opcode_allowed(enum sr_qp_type t, enum sr_wr_opcode op)
     case SR_WR_ATOMIC_FETCH_AND_ADD:
     case SR_WR_SEND_WITH_INV:
         return t == SR_QPT_RC || t == SR_QPT_XRC_SEND;
+    case SR_WR_ATOMIC_WRITE:
+        return t == SR_QPT_RC; /* IBA 1.5: an RC opcode only */
     case SR_WR_BIND_MW:
     case SR_WR_LOCAL_INV:
         /* windows open memory to RDMA, which UD does not carry */
@@ -709,7 +713,8 @@ static bool opcode_allowed(enum sr_qp_type t, enum sr_wr_opcode op)
 static bool wr_is_inline(const struct sr_send_wr *wr)
 {
     return (wr->send_flags & SR_SEND_INLINE) && wr->opcode != SR_WR_RDMA_READ &&
-           wr->opcode != SR_WR_ATOMIC_CMP_AND_SWP && wr->opcode != SR_WR_ATOMIC_FETCH_AND_ADD;
+           wr->opcode != SR_WR_ATOMIC_CMP_AND_SWP && wr->opcode != SR_WR_ATOMIC_FETCH_AND_ADD &&
+           wr->opcode != SR_WR_ATOMIC_WRITE;
 }
 
 int sr_qp_send_check(const struct sr_qp *qp, const struct sr_send_wr *wr)
@@ -751,6 +756,8 @@ int sr_qp_post_send(struct sr_qp *qp, const struct sr_send_wr *wr, uint64_t now_
     uint64_t total = 0;
     for (uint32_t i = 0; i < wr->num_sge; i++)
         total += wr->sg_list[i].length;
+    if (wr->opcode == SR_WR_ATOMIC_WRITE)
+        total = 8; /* its data is in the WR itself */
     bool is_inline = wr_is_inline(wr);
     if (qp->sq_tail - qp->sq_head == qp->sq_cap)
         return SR_ERR_NOMEM; /* verbs: ENOMEM when the send queue is full */

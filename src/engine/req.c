@@ -16,7 +16,7 @@ uint32_t sr_swqe_npkts(const struct sr_qp *qp, const struct sr_send_wr *wr, uint
 {
     if (sr_wr_is_local(wr->opcode))
         return 0; /* nothing goes on the wire */
-    if (qp->type == SR_QPT_UD || is_atomic(wr->opcode))
+    if (qp->type == SR_QPT_UD || is_atomic(wr->opcode) || wr->opcode == SR_WR_ATOMIC_WRITE)
         return 1;
     uint32_t pmtu = sr_qp_pmtu(qp);
     return len ? (len + pmtu - 1) / pmtu : 1;
@@ -71,6 +71,8 @@ static enum sr_wc_status check_local(struct sr_qp *qp, struct sr_swqe *w)
         return SR_WC_LOC_LEN_ERR;
     if (is_atomic(wr->opcode) && (wr->num_sge != 1 || wr->sg_list[0].length != 8))
         return SR_WC_LOC_LEN_ERR;
+    if (wr->opcode == SR_WR_ATOMIC_WRITE && wr->num_sge)
+        return SR_WC_LOC_LEN_ERR; /* its 8 bytes are the WR's, never an SGE's */
     if (sr_wr_is_rd_atomic(wr->opcode) && qp->attr.max_rd_atomic == 0)
         return SR_WC_LOC_QP_OP_ERR;
     if (wr->send_flags & SR_SEND_INLINE)
@@ -215,6 +217,11 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
             .swap_add = wr->opcode == SR_WR_ATOMIC_CMP_AND_SWP ? wr->swap : wr->compare_add,
             .compare = wr->opcode == SR_WR_ATOMIC_CMP_AND_SWP ? wr->compare_add : 0};
         break;
+    case SR_WR_ATOMIC_WRITE:
+        p.bth.opcode = tbase | SR_OP_ATOMIC_WRITE;
+        p.reth = (struct sr_reth){.va = wr->remote_addr, .rkey = wr->rkey, .dma_len = 8};
+        len = 8;
+        break;
     default:
         return 0;
     }
@@ -225,13 +232,16 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
     /* Ask for an ACK at the end of each message and every w->ack_every
      * packets of a WQE (shape_wqe), so ACKs are coalesced but the window
      * keeps moving (IBA 9.7.5.1.1). */
-    if (sr_qp_reliable(qp) && (info->flags & (SR_OPF_SEND | SR_OPF_WRITE)) &&
+    if (sr_qp_reliable(qp) && (info->flags & (SR_OPF_SEND | SR_OPF_WRITE | SR_OPF_ATOMIC_WRITE)) &&
         (last || (idx + 1) % w->ack_every == 0))
         p.bth.ack_req = true;
 
     struct sr_iov iov[SR_MAX_SGE];
     uint32_t iov_cnt = 0;
-    if (!gather(qp, w, off, len, iov, &iov_cnt)) {
+    if (wr->opcode == SR_WR_ATOMIC_WRITE) {
+        iov[0] = (struct sr_iov){.base = &wr->compare_add, .len = 8};
+        iov_cnt = 1;
+    } else if (!gather(qp, w, off, len, iov, &iov_cnt)) {
         send_queue_error(qp, w, SR_WC_LOC_PROT_ERR);
         return 0;
     }

@@ -371,7 +371,8 @@ static enum resp_state check_op_valid(struct resp_ctx *c)
         c->pd = c->xsrq->pd;
     }
     /* IBA 10.2.?: the QP must be enabled for the remote operation. */
-    if (op_is(c, SR_OPF_WRITE) && !(acc & SR_ACCESS_REMOTE_WRITE))
+    /* ATOMIC WRITE needs remote write access, as rxe checks it. */
+    if (op_is(c, SR_OPF_WRITE | SR_OPF_ATOMIC_WRITE) && !(acc & SR_ACCESS_REMOTE_WRITE))
         return RS_ERR_ACCESS;
     if (op_is(c, SR_OPF_READ_REQ) && !(acc & SR_ACCESS_REMOTE_READ))
         return RS_ERR_ACCESS;
@@ -416,6 +417,10 @@ static enum resp_state check_length(struct resp_ctx *c)
     } else if (op_is(c, SR_OPF_READ_REQ)) {
         if (pkt->reth.dma_len > SR_MAX_MSG_LEN)
             return RS_ERR_INV_REQ;
+    } else if (op_is(c, SR_OPF_ATOMIC_WRITE)) {
+        /* IBA 1.5 (ATOMIC WRITE): exactly 8 bytes, and the RETH says so */
+        if (pkt->payload_len != 8 || pkt->reth.dma_len != 8)
+            return RS_ERR_INV_REQ;
     }
     return RS_CHECK_RKEY;
 }
@@ -458,6 +463,15 @@ static enum resp_state check_rkey(struct resp_ctx *c)
             return RS_ERR_INV_REQ;
         c->target = sr_rkey_check(qp->eng, qp, c->pd, pkt->atomic.rkey, pkt->atomic.va, 8,
                                   SR_ACCESS_REMOTE_ATOMIC);
+        if (!c->target)
+            return RS_ERR_ACCESS;
+    } else if (op_is(c, SR_OPF_ATOMIC_WRITE)) {
+        /* IBA 1.5 (ATOMIC WRITE): the target is 8-byte aligned, as for the
+         * other atomics (IBA 9.4.5); else Invalid Request. */
+        if (pkt->reth.va & 7)
+            return RS_ERR_INV_REQ;
+        c->target = sr_rkey_check(qp->eng, qp, c->pd, pkt->reth.rkey, pkt->reth.va, 8,
+                                  SR_ACCESS_REMOTE_WRITE);
         if (!c->target)
             return RS_ERR_ACCESS;
     } else if (op_is(c, SR_OPF_INV)) {
@@ -584,6 +598,20 @@ static enum resp_state execute(struct resp_ctx *c)
                   SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT, r->orig);
         qp->resp.epsn = sr_psn_add(pkt->bth.psn, 1);
         return RS_DONE;
+    } else if (op_is(c, SR_OPF_ATOMIC_WRITE)) {
+        /* One 64-bit store, so a reader of the word sees the old value or
+         * the new one, never a mix. A duplicate is re-acknowledged, not
+         * re-executed (duplicate()), as for a WRITE. */
+        uint64_t v;
+        memcpy(&v, pkt->payload, 8);
+        sr_engine_fence(qp->eng);
+        SR_DMA_BEGIN();
+        if (((uintptr_t)c->target & 7) == 0)
+            __atomic_store_n((uint64_t *)(void *)c->target, v, __ATOMIC_SEQ_CST);
+        else /* aligned VA, unaligned host mapping (see do_atomic) */
+            memcpy(c->target, &v, 8);
+        SR_DMA_END();
+        end_message(qp);
     }
     qp->resp.epsn = sr_psn_add(pkt->bth.psn, 1);
     return RS_ACKNOWLEDGE;

@@ -75,6 +75,7 @@ enum sr_wr_opcode {
     SR_WR_LOCAL_INV = 7,
     SR_WR_BIND_MW = 8,
     SR_WR_SEND_WITH_INV = 9,
+    SR_WR_ATOMIC_WRITE = 15, /* its 8 bytes travel in compare_add, no SGE */
 };
 
 enum sr_send_flags {
@@ -112,6 +113,7 @@ enum sr_wc_opcode {
     SR_WC_FETCH_ADD = 4,
     SR_WC_BIND_MW = 5,
     SR_WC_LOCAL_INV = 6,
+    SR_WC_ATOMIC_WRITE = 9,
     SR_WC_RECV = 128,
     SR_WC_RECV_RDMA_WITH_IMM = 129,
 };
@@ -206,7 +208,7 @@ struct sr_send_wr {
     uint32_t invalidate_rkey;
     uint64_t remote_addr; /* RDMA and atomics */
     uint32_t rkey;
-    uint64_t compare_add; /* atomics */
+    uint64_t compare_add; /* atomics; ATOMIC WRITE: its data (memory order) */
     uint64_t swap;
     struct sr_ah ah;          /* UD only */
     uint32_t xrc_remote_srqn; /* XRC_SEND only: the target XRC SRQ */

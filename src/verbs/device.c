@@ -10,6 +10,7 @@
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -391,43 +392,33 @@ static int sv_query_device_ex(struct ibv_context *context,
                               const struct ibv_query_device_ex_input *input,
                               struct ibv_device_attr_ex *attr, size_t attr_size);
 
-SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+/* A context on cmd_fd, which it owns from here on (closed by
+ * ibv_close_device, or now if this fails); -1: a new one. */
+static struct ibv_context *open_ctx(struct sv_device *dev, int cmd_fd)
 {
-    if (!sv_is_device(device)) {
-        errno = EINVAL;
-        return NULL;
-    }
-    struct sv_device *dev = sr_container_of(device, struct sv_device, ibdev);
     struct sv_context *ctx = calloc(1, sizeof(*ctx));
     if (!ctx) {
         errno = ENOMEM;
-        return NULL;
+        goto err_fd;
     }
     int err = sv_device_nic_get(dev, ctx, &ctx->nic);
     if (err) {
-        free(ctx);
         errno = err == SR_ERR_NOMEM ? ENOMEM : EADDRNOTAVAIL;
-        return NULL;
+        goto err_ctx;
     }
-    if (sv_evq_init(&ctx->async)) {
-        sv_device_nic_put(dev);
-        free(ctx);
-        return NULL;
-    }
+    if (sv_evq_init(&ctx->async))
+        goto err_nic;
     ctx->dev = dev;
     struct ibv_context *c = &ctx->vctx.context;
-    c->device = device;
+    c->device = &dev->ibdev;
     /* A real descriptor, as a kernel provider's /dev/infiniband/uverbsN:
      * programs poll, dup and fstat it (pyverbs, shared-PD imports). */
-    c->cmd_fd = memfd_create("softrdma-cmd", MFD_CLOEXEC);
-    if (c->cmd_fd < 0) {
-        int e = errno;
-        sv_evq_fini(&ctx->async);
-        sv_device_nic_put(dev);
-        free(ctx);
-        errno = e;
-        return NULL;
-    }
+    c->cmd_fd = cmd_fd >= 0 ? cmd_fd : memfd_create("softrdma-cmd", MFD_CLOEXEC);
+    struct stat st;
+    if (c->cmd_fd < 0 || fstat(c->cmd_fd, &st))
+        goto err_evq;
+    ctx->cmd_dev = st.st_dev;
+    ctx->cmd_ino = st.st_ino;
     c->async_fd = ctx->async.rfd;
     c->num_comp_vectors = 1;
     pthread_mutex_init(&c->mutex, NULL);
@@ -438,6 +429,58 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     ctx->vctx.query_device_ex = sv_query_device_ex;
     sv_live_add(c, SV_K_CTX);
     return c;
+
+err_evq : {
+    int e = errno;
+    sv_evq_fini(&ctx->async);
+    cmd_fd = ctx->vctx.context.cmd_fd;
+    errno = e;
+}
+err_nic:
+    sv_device_nic_put(dev);
+err_ctx:
+    free(ctx);
+err_fd:
+    if (cmd_fd >= 0) {
+        int e = errno;
+        close(cmd_fd);
+        errno = e;
+    }
+    return NULL;
+}
+
+SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+    if (!sv_is_device(device)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return open_ctx(sr_container_of(device, struct sv_device, ibdev), -1);
+}
+
+static bool same_file(const void *obj, const void *arg)
+{
+    const struct sv_context *c = sv_ctx((struct ibv_context *)obj);
+    const struct stat *st = arg;
+    return c->cmd_dev == st->st_dev && c->cmd_ino == st->st_ino;
+}
+
+/* ibv_import_device(3): cmd_fd is a dup of a live context's cmd_fd (its
+ * memfd: the same file); the new context shares that one's objects, which
+ * ibv_import_pd/_mr/_dm reach by handle. Within this process only: the
+ * engine objects live in its memory. The context owns cmd_fd. */
+SV_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
+{
+    struct stat st;
+    if (cmd_fd < 0 || fstat(cmd_fd, &st)) {
+        errno = EBADF;
+        return NULL;
+    }
+    if (!sv_live_find(SV_K_CTX, same_file, &st)) {
+        errno = EOPNOTSUPP; /* not ours, or another process's */
+        return NULL;
+    }
+    return open_ctx(sv_device_get(), cmd_fd);
 }
 
 SV_EXPORT int ibv_close_device(struct ibv_context *context)

@@ -97,3 +97,18 @@ bool sv_live_is(const void *obj, enum sv_kind kind)
     pthread_mutex_unlock(&t->lock);
     return live;
 }
+
+void *sv_live_find(enum sv_kind kind, bool (*match)(const void *obj, const void *arg),
+                   const void *arg)
+{
+    struct sv_live *t = &sv_device_get()->live;
+    void *found = NULL;
+    pthread_mutex_lock(&t->lock);
+    for (uint32_t i = 0; i < t->cap && !found; i++) {
+        const struct sv_live_slot *s = &t->slot[i];
+        if (s->obj && s->kind == kind && match((const void *)s->obj, arg))
+            found = (void *)s->obj;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return found;
+}

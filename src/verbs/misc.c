@@ -1,13 +1,14 @@
 /* misc.c: the rest of libibverbs' exported surface: kernel-structure
- * copies that librdmacm imports, device/object import (not applicable
- * without a kernel device), ECE, and the IBVERBS_PRIVATE_34 symbols that
- * clients import. Unsupported calls fail with EOPNOTSUPP. */
+ * copies that librdmacm imports, PD and MR import (within one process),
+ * ECE, and the IBVERBS_PRIVATE_34 symbols that clients import.
+ * Unsupported calls fail with EOPNOTSUPP. */
 #include "sv.h"
 
 #include <errno.h>
 #include <infiniband/sa.h>
 #include <rdma/ib_user_sa.h>
 #include <rdma/ib_user_verbs.h>
+#include <stdlib.h>
 
 static void ah_from_kern(struct ibv_ah_attr *dst, const struct ib_uverbs_ah_attr *src)
 {
@@ -120,42 +121,107 @@ void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_
     dst->preference = src->preference;
 }
 
-/* Import/export of kernel objects between processes needs a kernel device. */
-SV_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
+/* ---- importing PDs and MRs (ibv_import_pd(3), ibv_import_mr(3)) ----
+ * Within one process, into a context made by ibv_import_device from the
+ * original's cmd_fd: an import is a wrapper around the original's engine
+ * object. Unimporting (or destroying the import) frees only the wrapper;
+ * the original's destroy stays the owner of the engine object. */
+struct pd_key {
+    const struct ibv_context *ctx;
+    uint32_t handle;
+};
+static bool pd_match(const void *obj, const void *arg)
 {
-    (void)cmd_fd;
-    errno = EOPNOTSUPP;
-    return NULL;
+    const struct ibv_pd *pd = obj;
+    const struct pd_key *k = arg;
+    const struct sv_pd *p = sv_pd((struct ibv_pd *)pd);
+    return pd->handle == k->handle && !p->imported && !p->parent_of &&
+           sv_ctx_shares(pd->context, k->ctx);
 }
+
 SV_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)
 {
-    (void)context, (void)pd_handle;
-    errno = EOPNOTSUPP;
-    return NULL;
+    if (!sv_live_is(context, SV_K_CTX)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct pd_key k = {context, pd_handle};
+    struct ibv_pd *orig = sv_live_find(SV_K_PD, pd_match, &k);
+    if (!orig) {
+        errno = ENOENT;
+        return NULL;
+    }
+    struct sv_pd *p = calloc(1, sizeof(*p));
+    if (!p) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    p->pd = sv_pd(orig)->pd;
+    p->imported = true;
+    p->ibpd.context = context;
+    p->ibpd.handle = pd_handle;
+    sv_live_add(&p->ibpd, SV_K_PD);
+    return &p->ibpd;
 }
+
 SV_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
 {
-    (void)pd;
+    if (!sv_live_is(pd, SV_K_PD) || !sv_pd(pd)->imported)
+        return;
+    sv_live_del(pd);
+    free(sv_pd(pd));
 }
+
+struct mr_key {
+    const struct sr_pd *pd;
+    uint32_t handle;
+};
+static bool mr_match(const void *obj, const void *arg)
+{
+    const struct sv_mr *m = sr_container_of(obj, struct sv_mr, ibmr);
+    const struct mr_key *k = arg;
+    return m->ibmr.handle == k->handle && !m->imported && sv_pd(m->ibmr.pd)->pd == k->pd;
+}
+
 SV_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 {
-    (void)pd, (void)mr_handle;
-    errno = EOPNOTSUPP;
-    return NULL;
+    if (!sv_live_is(pd, SV_K_PD)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    /* an MR of the PD this one is, or imports */
+    struct mr_key k = {sv_pd(pd)->pd, mr_handle};
+    const struct ibv_mr *orig = sv_live_find(SV_K_MR, mr_match, &k);
+    if (!orig) {
+        errno = ENOENT;
+        return NULL;
+    }
+    struct sv_mr *m = calloc(1, sizeof(*m));
+    if (!m) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    const struct sv_mr *o = sr_container_of(orig, struct sv_mr, ibmr);
+    m->ibmr = o->ibmr;
+    m->ibmr.context = pd->context;
+    m->ibmr.pd = pd;
+    m->mr = o->mr;
+    m->access = o->access;
+    m->iova = o->iova;
+    m->imported = true;
+    sv_live_add(&m->ibmr, SV_K_MR);
+    return &m->ibmr;
 }
+
 SV_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
 {
-    (void)mr;
-}
-SV_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
-{
-    (void)context, (void)dm_handle;
-    errno = EOPNOTSUPP;
-    return NULL;
-}
-SV_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
-{
-    (void)dm;
+    if (!sv_live_is(mr, SV_K_MR))
+        return;
+    struct sv_mr *m = sr_container_of(mr, struct sv_mr, ibmr);
+    if (!m->imported)
+        return;
+    sv_live_del(mr);
+    free(m);
 }
 
 SV_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)

@@ -88,7 +88,8 @@ SV_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, vo
     const int known =
         IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
     /* rdma-core's checks (libibverbs/verbs.c), with its answers */
-    if (flags & ~known) {
+    /* an import's engine MR is the original's to change */
+    if ((flags & ~known) || m->imported) {
         errno = EINVAL;
         return IBV_REREG_MR_ERR_INPUT;
     }
@@ -146,7 +147,8 @@ struct sv_dm {
     struct ibv_dm ibdm;
     uint8_t *mem;
     size_t len;
-    uint32_t mrs; /* MRs registered on it */
+    uint32_t mrs;  /* MRs registered on it */
+    bool imported; /* ibv_import_dm: a wrapper over the original's memory */
 };
 
 /* Copies in and out of device memory: 4-byte aligned offsets and lengths,
@@ -204,17 +206,78 @@ static struct ibv_dm *sv_alloc_dm(struct ibv_context *context, struct ibv_alloc_
     d->ibdm.context = context;
     d->ibdm.memcpy_to_dm = dm_to;
     d->ibdm.memcpy_from_dm = dm_from;
+    d->ibdm.handle = sv_handle_new(sv_ctx(context)->dev);
+    sv_live_add(&d->ibdm, SV_K_DM);
     return &d->ibdm;
 }
 
 static int sv_free_dm(struct ibv_dm *dm)
 {
+    if (!sv_live_is(dm, SV_K_DM))
+        return EINVAL;
     struct sv_dm *d = sr_container_of(dm, struct sv_dm, ibdm);
+    if (d->imported) {
+        ibv_unimport_dm(dm); /* the original owns the memory */
+        return 0;
+    }
     if (d->mrs)
         return EBUSY; /* MRs still cover it */
+    sv_live_del(dm);
     free(d->mem);
     free(d);
     return 0;
+}
+
+struct dm_key {
+    const struct ibv_context *ctx;
+    uint32_t handle;
+};
+static bool dm_match(const void *obj, const void *arg)
+{
+    const struct ibv_dm *dm = obj;
+    const struct dm_key *k = arg;
+    const struct sv_dm *d = sr_container_of(dm, struct sv_dm, ibdm);
+    return dm->handle == k->handle && !d->imported && sv_ctx_shares(dm->context, k->ctx);
+}
+
+/* ibv_import_dm(3), as ibv_import_pd (misc.c): a wrapper over the
+ * original's memory, in a context sharing its cmd_fd's file. */
+SV_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
+{
+    if (!sv_live_is(context, SV_K_CTX)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct dm_key k = {context, dm_handle};
+    const struct ibv_dm *orig = sv_live_find(SV_K_DM, dm_match, &k);
+    if (!orig) {
+        errno = ENOENT;
+        return NULL;
+    }
+    struct sv_dm *d = calloc(1, sizeof(*d));
+    if (!d) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    const struct sv_dm *o = sr_container_of(orig, struct sv_dm, ibdm);
+    d->ibdm = o->ibdm;
+    d->ibdm.context = context;
+    d->mem = o->mem;
+    d->len = o->len;
+    d->imported = true;
+    sv_live_add(&d->ibdm, SV_K_DM);
+    return &d->ibdm;
+}
+
+SV_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
+{
+    if (!sv_live_is(dm, SV_K_DM))
+        return;
+    struct sv_dm *d = sr_container_of(dm, struct sv_dm, ibdm);
+    if (!d->imported)
+        return;
+    sv_live_del(dm);
+    free(d);
 }
 
 /* A device-memory MR is zero based: its first byte is address 0. */

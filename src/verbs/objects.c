@@ -17,6 +17,8 @@ _Static_assert((int)IBV_WC_RETRY_EXC_ERR == (int)SR_WC_RETRY_EXC_ERR, "wc status
 _Static_assert((int)IBV_WC_REM_ACCESS_ERR == (int)SR_WC_REM_ACCESS_ERR, "wc status values");
 _Static_assert((int)IBV_WC_RECV_RDMA_WITH_IMM == (int)SR_WC_RECV_RDMA_WITH_IMM, "wc opcodes");
 _Static_assert((int)IBV_WR_SEND_WITH_INV == (int)SR_WR_SEND_WITH_INV, "wr opcodes");
+_Static_assert((int)IBV_WR_ATOMIC_WRITE == (int)SR_WR_ATOMIC_WRITE, "wr opcodes");
+_Static_assert((int)IBV_WC_ATOMIC_WRITE == (int)SR_WC_ATOMIC_WRITE, "wc opcodes");
 _Static_assert((int)IBV_QP_DEST_QPN == (int)SR_QP_DEST_QPN, "attr mask");
 _Static_assert((int)IBV_QPS_ERR == (int)SR_QPS_ERR, "qp states");
 _Static_assert((int)IBV_SEND_INLINE == (int)SR_SEND_INLINE, "send flags");
@@ -92,7 +94,7 @@ SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
         return NULL;
     }
     p->ibpd.context = context;
-    p->ibpd.handle = 0;
+    p->ibpd.handle = sv_handle_new(sv_ctx(context)->dev);
     sv_live_add(&p->ibpd, SV_K_PD);
     return &p->ibpd;
 }
@@ -102,6 +104,10 @@ SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
     if (!sv_live_is(pd, SV_K_PD))
         return EINVAL;
     struct sv_pd *p = sv_pd(pd);
+    if (p->imported) {
+        ibv_unimport_pd(pd); /* the original owns the engine PD */
+        return 0;
+    }
     if (p->parent_of || __atomic_load_n(&p->children, __ATOMIC_ACQUIRE))
         return sv_pd_ex_dealloc(p);
     int err = LOCKED(pd->context, sr_pd_free(p->pd));
@@ -167,7 +173,7 @@ struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t 
     m->ibmr.pd = pd;
     m->ibmr.addr = addr;
     m->ibmr.length = length;
-    m->ibmr.handle = 0;
+    m->ibmr.handle = sv_handle_new(sv_ctx(pd->context)->dev);
     m->ibmr.lkey = sr_mr_lkey(m->mr);
     m->ibmr.rkey = sr_mr_rkey(m->mr);
     m->access = mandatory;
@@ -211,6 +217,10 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
     if (!sv_live_is(mr, SV_K_MR))
         return EINVAL;
     struct sv_mr *m = sr_container_of(mr, struct sv_mr, ibmr);
+    if (m->imported) {
+        ibv_unimport_mr(mr); /* the original owns the engine MR */
+        return 0;
+    }
     int err = LOCKED(mr->context, sr_mr_dereg(m->mr));
     if (err)
         return sv_errno(err);
@@ -936,6 +946,10 @@ static int sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
         case IBV_WR_SEND_WITH_IMM:
         case IBV_WR_RDMA_WRITE_WITH_IMM:
             s.imm = ntohl(wr->imm_data);
+            break;
+        case IBV_WR_ATOMIC_WRITE:
+            /* struct ibv_send_wr has no room for its data: ibv_wr_atomic_write only */
+            err = EINVAL;
             break;
         default:
             break;

@@ -278,10 +278,21 @@ static void wr_set_xrc_srqn(struct ibv_qp_ex *qp, uint32_t srqn)
     if (w)
         w->xrc_remote_srqn = srqn;
 }
-static void wr_atomic_write(struct ibv_qp_ex *qp, uint32_t rkey, uint64_t addr, const void *wr)
+/* ibv_wr_atomic_write(3): the 8 bytes at atomic_wr are taken now, so the
+ * buffer is free when the call returns; no SGE follows. */
+static void wr_atomic_write(struct ibv_qp_ex *qp, uint32_t rkey, uint64_t addr,
+                            const void *atomic_wr)
 {
-    (void)rkey, (void)addr, (void)wr;
-    wr_unsupported(qp);
+    struct sr_send_wr *w = stage(qp, SR_WR_ATOMIC_WRITE);
+    if (!w)
+        return;
+    if (!atomic_wr) {
+        qx(qp)->wr_err = EINVAL;
+        return;
+    }
+    w->rkey = rkey;
+    w->remote_addr = addr;
+    memcpy(&w->compare_add, atomic_wr, 8);
 }
 
 void sv_qp_ex_init(struct sv_qp *q, uint64_t send_ops_flags)

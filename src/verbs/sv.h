@@ -7,6 +7,7 @@
 
 #include <infiniband/verbs.h>
 #include <pthread.h>
+#include <sys/types.h>
 
 #include "sr_engine.h"
 #include "sr_nic.h"
@@ -50,6 +51,7 @@ enum sv_kind {
     SV_K_AH,
     SV_K_XRCD,
     SV_K_MW,
+    SV_K_DM,
 };
 struct sv_live_slot {
     uintptr_t obj; /* 0: empty */
@@ -64,6 +66,10 @@ struct sv_live {
 void sv_live_add(const void *obj, enum sv_kind kind);
 void sv_live_del(const void *obj);
 bool sv_live_is(const void *obj, enum sv_kind kind);
+/* The first live object of that kind that match accepts, or NULL. match
+ * runs under the table's lock: it may read objects, not call sv_live_*. */
+void *sv_live_find(enum sv_kind kind, bool (*match)(const void *obj, const void *arg),
+                   const void *arg);
 /* NULL, or a live object of that kind (optional arguments) */
 static inline bool sv_live_opt(const void *obj, enum sv_kind kind)
 {
@@ -82,7 +88,19 @@ struct sv_device {
     uint8_t gid[16]; /* bound address, known once the NIC is open */
     uint64_t guid;   /* network order */
     struct sv_live live;
+    uint32_t last_handle; /* PD, MR and DM handles, unique on the device (atomic) */
 };
+
+/* A new object handle (ibv_pd.handle, ibv_mr.handle, ibv_dm.handle): what
+ * ibv_import_pd/_mr/_dm name an object by. Never 0. */
+static inline uint32_t sv_handle_new(struct sv_device *dev)
+{
+    uint32_t h;
+    do
+        h = __atomic_add_fetch(&dev->last_handle, 1, __ATOMIC_RELAXED);
+    while (!h);
+    return h;
+}
 
 /* An event queue behind a file descriptor (evq.c). */
 struct sv_ev {
@@ -106,6 +124,11 @@ struct sv_context {
     struct sv_device *dev;
     struct sr_nic *nic;
     struct sv_evq async; /* async events; async.rfd is context->async_fd */
+    /* cmd_fd's file: a context imported from a dup of another's cmd_fd
+     * (ibv_import_device) shares it, and with it the PDs, MRs and DMs
+     * that ibv_import_pd/_mr/_dm may name */
+    dev_t cmd_dev;
+    ino_t cmd_ino;
 };
 
 /* A protection domain, or a parent domain (pd_ex.c): one over a PD, with
@@ -124,6 +147,7 @@ struct sv_pd {
                      uint64_t resource_type);
     void (*u_free)(struct ibv_pd *pd, void *pd_context, void *ptr, uint64_t resource_type);
     void *pd_context;
+    bool imported; /* ibv_import_pd: a wrapper; the original owns pd */
 };
 
 struct sv_dm;
@@ -133,6 +157,7 @@ struct sv_mr {
     struct sv_dm *dm;    /* a device-memory MR's DM, else NULL */
     unsigned int access; /* IBV_ACCESS_* as registered */
     uint64_t iova;
+    bool imported; /* ibv_import_mr: a wrapper; the original owns mr */
 };
 
 struct sv_channel {
@@ -246,6 +271,14 @@ sv_cq_poll_with(struct sv_cq *c, int num_entries, void *out,
     return got;
 }
 
+/* the same cmd_fd file: objects of one may be imported into the other */
+static inline bool sv_ctx_shares(const struct ibv_context *a, const struct ibv_context *b)
+{
+    const struct sv_context *x = sv_ctx((struct ibv_context *)a);
+    const struct sv_context *y = sv_ctx((struct ibv_context *)b);
+    return x->cmd_dev == y->cmd_dev && x->cmd_ino == y->cmd_ino;
+}
+
 /* errno for an SR_ERR_* code */
 int sv_errno(int err);
 
@@ -306,6 +339,7 @@ static inline uint64_t sv_send_ops_for(enum ibv_qp_type t)
                         IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV;
     switch (t) {
     case IBV_QPT_RC:
+        return rc | IBV_QP_EX_WITH_ATOMIC_WRITE; /* IBA 1.5: an RC opcode only */
     case IBV_QPT_XRC_SEND:
         return rc;
     case IBV_QPT_UC:

@@ -87,6 +87,10 @@ static const struct sr_opcode_info opcode_table[256] = {
         OP("RC_SEND_LAST_WITH_INVALIDATE", HB(IETH), REQ_SEND | F(LAST) | F(SOLICIT) | F(INV)),
     [SR_OP_RC | SR_OP_SEND_ONLY_INV] =
         OP("RC_SEND_ONLY_WITH_INVALIDATE", HB(IETH), REQ_SEND | F(ONLY) | F(SOLICIT) | F(INV)),
+    /* IBA 1.5 9.4.? (ATOMIC WRITE): a RETH and an 8-byte payload, acknowledged
+     * like an RDMA WRITE. Defined for RC only. */
+    [SR_OP_RC | SR_OP_ATOMIC_WRITE] =
+        OP("RC_ATOMIC_WRITE", HB(RETH), F(PAYLOAD) | F(ATOMIC_WRITE) | F(REQUEST) | F(ONLY)),
 
     SEND_WRITE_OPS("UC", SR_OP_UC),
 

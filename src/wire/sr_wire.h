@@ -71,6 +71,7 @@ enum sr_opcode {
     SR_OP_FETCH_ADD = 0x14,
     SR_OP_SEND_LAST_INV = 0x16,
     SR_OP_SEND_ONLY_INV = 0x17,
+    SR_OP_ATOMIC_WRITE = 0x1d, /* IBTA 1.5: RC only */
 
     SR_OP_CNP = 0x81,
 };
@@ -112,6 +113,7 @@ enum sr_op_flag {
     SR_OPF_INV = 1u << 13,     /* carries IETH (send with invalidate) */
     SR_OPF_SOLICIT = 1u << 14, /* SE bit is meaningful (last/only send, write w/ imm) */
     SR_OPF_CNP = 1u << 15,
+    SR_OPF_ATOMIC_WRITE = 1u << 16, /* ATOMIC WRITE: RETH + 8 bytes stored at once */
 };
 
 struct sr_opcode_info {

@@ -34,6 +34,11 @@ OTHER_FIELDS = ["frame.protocols", "_ws.malformed", "_ws.expert.severity", "ip.c
 failures = []
 
 
+# Opcodes Wireshark 4.0 (Debian 12) does not dissect: the CNP, and IBTA
+# 1.5's ATOMIC WRITE. Their opcode and ICRC are still checked.
+WS40_UNKNOWN = {"CNP", "RC_ATOMIC_WRITE"}
+
+
 def fail(msg):
     failures.append(msg)
     print("FAIL:", msg)
@@ -155,6 +160,8 @@ def main():
         for key, value in want.items():
             if key in ("opcode", "name", "payload_len"):
                 continue
+            if want["name"] in WS40_UNKNOWN:
+                break  # Wireshark 4.0 dissects no header after the BTH
             col = "infiniband." + FIELD_ALIAS.get(key, key)
             if col not in got:
                 fail(f"{name}: no tshark column for {key}")
@@ -168,10 +175,10 @@ def main():
         if wire_icrc != want_icrc:
             fail(f"{name}: ICRC on the wire {wire_icrc:#010x}, Annex A17 gives {want_icrc:#010x}")
         shown = got["infiniband.invariant.crc"]
-        # Wireshark 4.0 shows no ICRC field for opcodes it does not know (CNP).
+        # Wireshark 4.0 shows no ICRC field for opcodes it does not know.
         if shown and to_int(shown) != struct.unpack(">I", ip[-4:])[0]:
             fail(f"{name}: tshark's Invariant CRC {shown} differs from the trailer bytes")
-        if not shown and want["name"] != "CNP":
+        if not shown and want["name"] not in WS40_UNKNOWN:
             fail(f"{name}: tshark shows no Invariant CRC")
 
     print(f"{len(expected)} packets checked ({family}), {len(failures)} failures")

@@ -135,7 +135,8 @@ static void test_ops(void)
                                             SR_WR_RDMA_WRITE_WITH_IMM,
                                             SR_WR_RDMA_READ,
                                             SR_WR_ATOMIC_CMP_AND_SWP,
-                                            SR_WR_ATOMIC_FETCH_AND_ADD};
+                                            SR_WR_ATOMIC_FETCH_AND_ADD,
+                                            SR_WR_ATOMIC_WRITE};
     static const uint32_t sizes[] = {0, 1, 1023, 1024, 4097, 65536, 1 << 20};
     static const uint32_t mtus[] = {256, 1024, 4096};
     char ctx[160];
@@ -147,9 +148,10 @@ static void test_ops(void)
                 if (ops_write_send_only && op != SR_WR_RDMA_WRITE && op != SR_WR_SEND)
                     continue;
                 bool atomic = op == SR_WR_ATOMIC_CMP_AND_SWP || op == SR_WR_ATOMIC_FETCH_AND_ADD;
-                if (atomic && si > 0)
+                bool awrite = op == SR_WR_ATOMIC_WRITE;
+                if ((atomic || awrite) && si > 0)
                     continue;
-                uint32_t size = atomic ? 8 : sizes[si];
+                uint32_t size = atomic || awrite ? 8 : sizes[si];
                 uint32_t mtu = mtus[(si + oi + pi) % 3];
                 snprintf(ctx, sizeof(ctx), "%s op=%d size=%u mtu=%u", profiles[pi].name, op, size,
                          mtu);
@@ -197,6 +199,12 @@ static void test_ops(void)
                     wr.compare_add = op == SR_WR_ATOMIC_CMP_AND_SWP ? old : 5;
                     wr.swap = 0x2222222222222222ull;
                 }
+                const uint64_t aw = 0x0123456789abcdefull;
+                if (awrite) {
+                    memcpy(dst, &old, 8);
+                    wr.num_sge = 0; /* the data is in the WR */
+                    wr.compare_add = aw;
+                }
                 bool recv = op == SR_WR_SEND || op == SR_WR_SEND_WITH_IMM ||
                             op == SR_WR_RDMA_WRITE_WITH_IMM;
                 if (recv) {
@@ -224,7 +232,8 @@ static void test_ops(void)
                     [SR_WR_RDMA_WRITE_WITH_IMM] = SR_WC_RDMA_WRITE,
                     [SR_WR_RDMA_READ] = SR_WC_RDMA_READ,
                     [SR_WR_ATOMIC_CMP_AND_SWP] = SR_WC_COMP_SWAP,
-                    [SR_WR_ATOMIC_FETCH_AND_ADD] = SR_WC_FETCH_ADD};
+                    [SR_WR_ATOMIC_FETCH_AND_ADD] = SR_WC_FETCH_ADD,
+                    [SR_WR_ATOMIC_WRITE] = SR_WC_ATOMIC_WRITE};
                 SR_CHECK_EQ(wc[0].opcode, wcop[op]);
                 if (recv) {
                     SR_CHECK_EQ(wait_wc(&h, pr.rcq[1], 1, wc, 1000000000ull), 1);
@@ -249,6 +258,11 @@ static void test_ops(void)
                     struct sr_engine_stats st;
                     sr_engine_stats(h.eng[1], &st);
                     SR_CHECK_EQ(st.atomics_executed, 1); /* never twice */
+                } else if (awrite) {
+                    uint64_t now_val;
+                    memcpy(&now_val, dst, 8);
+                    SR_CHECK_EQ(now_val, aw);
+                    SR_CHECK_MEM(dst + size, canary, 64);
                 } else if (op == SR_WR_RDMA_READ) {
                     uint8_t got[1 << 20];
                     memcpy(got, src, a);
@@ -371,6 +385,7 @@ enum {
     K_RECV_BAD_LKEY,
     K_OTHER_PD,
     K_READ_NO_LOCAL_WRITE,
+    K_QP_NO_WRITE,
 };
 
 static void test_errors(void)
@@ -396,6 +411,15 @@ static void test_errors(void)
          SR_QPS_ERR},
         {"read into memory without local write", SR_WR_RDMA_READ, K_READ_NO_LOCAL_WRITE,
          SR_WC_LOC_PROT_ERR, SR_QPS_RTS},
+        /* ATOMIC WRITE (IBA 1.5): aligned, in bounds, remote write access */
+        {"atomic write unaligned", SR_WR_ATOMIC_WRITE, K_UNALIGNED, SR_WC_REM_INV_REQ_ERR,
+         SR_QPS_ERR},
+        {"atomic write out of bounds", SR_WR_ATOMIC_WRITE, K_OOB, SR_WC_REM_ACCESS_ERR, SR_QPS_ERR},
+        {"atomic write bad rkey", SR_WR_ATOMIC_WRITE, K_BAD_RKEY, SR_WC_REM_ACCESS_ERR, SR_QPS_ERR},
+        {"atomic write region without remote write", SR_WR_ATOMIC_WRITE, K_NO_ACCESS,
+         SR_WC_REM_ACCESS_ERR, SR_QPS_ERR},
+        {"atomic write without QP remote write", SR_WR_ATOMIC_WRITE, K_QP_NO_WRITE,
+         SR_WC_REM_ACCESS_ERR, SR_QPS_ERR},
     };
     for (size_t ci = 0; ci < SR_ARRAY_SIZE(cases); ci++) {
         const struct err_case *c = &cases[ci];
@@ -407,7 +431,9 @@ static void test_errors(void)
                               .mtu = 1024,
                               .retry_cnt = 3,
                               .rnr_retry = 3,
-                              .access = c->kind == K_QP_ACCESS ? SR_ACCESS_REMOTE_WRITE : 15};
+                              .access = c->kind == K_QP_ACCESS     ? SR_ACCESS_REMOTE_WRITE
+                                        : c->kind == K_QP_NO_WRITE ? 15 & ~SR_ACCESS_REMOTE_WRITE
+                                                                   : 15};
         h_connect(&h, &pr, &o);
         reg_mem(&pr, c->kind == K_NO_ACCESS ? SR_ACCESS_LOCAL_WRITE | SR_ACCESS_REMOTE_READ : 15);
         pattern(mem[1], MEM, 5);
@@ -432,7 +458,7 @@ static void test_errors(void)
 
         struct sr_sge sg = {(uintptr_t)mem[0], 200, sr_mr_lkey(mr[0])};
         struct sr_send_wr ok = signaled_wr(1, &sg, SR_WR_RDMA_WRITE, (uintptr_t)mem[1] + 100000);
-        int first = c->kind != K_QP_ACCESS && c->kind != K_NO_ACCESS;
+        int first = c->kind != K_QP_ACCESS && c->kind != K_NO_ACCESS && c->kind != K_QP_NO_WRITE;
         if (first)
             SR_CHECK_EQ(sr_qp_post_send(pr.qp[0], &ok, h.now), 0);
         struct sr_send_wr bad = ok;
@@ -441,12 +467,17 @@ static void test_errors(void)
         bad.remote_addr = (uintptr_t)mem[1];
         if (c->op == SR_WR_ATOMIC_CMP_AND_SWP || c->op == SR_WR_ATOMIC_FETCH_AND_ADD)
             sg.length = 8;
+        if (c->op == SR_WR_ATOMIC_WRITE) {
+            bad.num_sge = 0;
+            bad.compare_add = 0x5a5a5a5a5a5a5a5aull;
+        }
         switch (c->kind) {
         case K_BAD_RKEY:
             bad.rkey ^= 0x100;
             break;
         case K_OOB:
-            bad.remote_addr = (uintptr_t)mem[1] + MEM - 100;
+            /* an ATOMIC WRITE's target must stay aligned to be out of bounds */
+            bad.remote_addr = (uintptr_t)mem[1] + MEM - (c->op == SR_WR_ATOMIC_WRITE ? 0 : 100);
             break;
         case K_UNALIGNED:
             bad.remote_addr += 4;

@@ -39,6 +39,7 @@ static const struct {
     {0x14, 40, false},
     {0x16, 16, true},
     {0x17, 16, true},
+    {0x1d, 28, true}, /* ATOMIC WRITE (IBA 1.5): RETH + 8-byte payload */
     {0x20, 12, true},
     {0x21, 12, true},
     {0x22, 12, true},
@@ -96,6 +97,9 @@ static void test_opcode_table(void)
         SR_CHECK_EQ(!!(info->flags & SR_OPF_PAYLOAD), op_rows[i].payload);
     }
     SR_CHECK(sr_opcode_info(0x15) == NULL); /* RC reserved */
+    SR_CHECK(sr_opcode_info(0x3d) == NULL); /* ATOMIC WRITE is RC only */
+    SR_CHECK(strcmp(sr_opcode_name(0x1d), "RC_ATOMIC_WRITE") == 0);
+    SR_CHECK_EQ(sr_opcode_info(0x1d)->off[SR_HDR_RETH], 12);
     SR_CHECK(sr_opcode_info(0x40) == NULL); /* RD: not supported */
     SR_CHECK(sr_opcode_info(0x60) == NULL); /* UD SEND_FIRST does not exist */
     SR_CHECK(strcmp(sr_opcode_name(0x0b), "RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE") == 0);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 /* exported by libibverbs, declared only in rdma-core's private headers */
 int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
@@ -87,9 +88,18 @@ static void case_qp_create(int fd, const void *arg)
     /* a send op the QP could never post is refused at creation */
     a.create_flags = 0;
     a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-    a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_ATOMIC_WRITE;
+    a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_TSO;
     errno = 0;
     VT_CHECK(!ibv_create_qp_ex(d.ctx, &a) && errno == EOPNOTSUPP);
+    /* ATOMIC WRITE is an RC opcode (IBA 1.5): RC takes it, UC does not */
+    a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_ATOMIC_WRITE;
+    qp = ibv_create_qp_ex(d.ctx, &a);
+    if (VT_CHECKF(qp, "RC with ATOMIC WRITE: errno %d", errno))
+        VT_EQ(ibv_destroy_qp(qp), 0);
+    a.qp_type = IBV_QPT_UC;
+    errno = 0;
+    VT_CHECK(!ibv_create_qp_ex(d.ctx, &a) && errno == EOPNOTSUPP);
+    a.qp_type = IBV_QPT_RC;
     a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND;
     qp = ibv_create_qp_ex(d.ctx, &a);
     if (VT_CHECK(qp))
@@ -256,12 +266,83 @@ static void case_odp_implicit(int fd, const void *arg)
     vt_dev_close(&d);
 }
 
+/* Importing within one process (ibv_import_device(3) and family): a dup
+ * of cmd_fd opens a context sharing the original's objects by handle;
+ * imports are wrappers the original outlives and keeps owning. */
+static void case_import(int fd, const void *arg)
+{
+    (void)fd, (void)arg;
+    struct vt_dev d;
+    vt_dev_open(&d);
+    static uint8_t buf[8192];
+    struct ibv_mr *mr = ibv_reg_mr(d.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+    VT_REQUIRE(mr);
+    struct ibv_alloc_dm_attr da = {.length = 4096};
+    struct ibv_dm *dm = ibv_alloc_dm(d.ctx, &da);
+    VT_REQUIRE(dm);
+    VT_CHECK(d.pd->handle && mr->handle && dm->handle);
+    VT_CHECK(d.pd->handle != mr->handle && mr->handle != dm->handle);
+
+    struct ibv_context *ictx = ibv_import_device(dup(d.ctx->cmd_fd));
+    VT_REQUIRE(ictx);
+    struct ibv_pd *ipd = ibv_import_pd(ictx, d.pd->handle);
+    VT_REQUIRE(ipd);
+    VT_CHECK(ipd != d.pd && ipd->context == ictx && ipd->handle == d.pd->handle);
+    struct ibv_mr *imr = ibv_import_mr(ipd, mr->handle);
+    VT_REQUIRE(imr);
+    VT_CHECK(imr->lkey == mr->lkey && imr->rkey == mr->rkey && imr->length == mr->length);
+    VT_CHECK(imr->pd == ipd && imr->context == ictx);
+    struct ibv_dm *idm = ibv_import_dm(ictx, dm->handle);
+    VT_REQUIRE(idm);
+    uint32_t in = 0xabcdef01, out = 0;
+    VT_EQ(ibv_memcpy_to_dm(dm, 0, &in, 4), 0);
+    VT_EQ(ibv_memcpy_from_dm(&out, idm, 0, 4), 0);
+    VT_EQ(out, in);
+    /* the imported PD makes objects in the imported context */
+    struct ibv_cq *cq = ibv_create_cq(ictx, 4, NULL, NULL, 0);
+    VT_REQUIRE(cq);
+    struct ibv_qp_init_attr qa = {
+        .send_cq = cq,
+        .recv_cq = cq,
+        .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1},
+        .qp_type = IBV_QPT_RC};
+    struct ibv_qp *qp = ibv_create_qp(ipd, &qa);
+    if (VT_CHECKF(qp, "QP on an imported PD: errno %d", errno))
+        VT_EQ(ibv_destroy_qp(qp), 0);
+    VT_EQ(ibv_destroy_cq(cq), 0);
+    /* unknown handles, and objects of a context that shares no cmd_fd */
+    errno = 0;
+    VT_CHECK(!ibv_import_pd(ictx, d.pd->handle + 1000) && errno == ENOENT);
+    errno = 0;
+    VT_CHECK(!ibv_import_mr(ipd, mr->handle + 1000) && errno == ENOENT);
+    struct vt_dev other;
+    vt_dev_open(&other);
+    errno = 0;
+    VT_CHECK(!ibv_import_pd(other.ctx, d.pd->handle) && errno == ENOENT);
+    vt_dev_close(&other);
+
+    ibv_unimport_dm(idm);
+    ibv_unimport_mr(imr);
+    ibv_unimport_pd(ipd);
+    /* gone from the live table: destroying them now is EINVAL */
+    VT_EQ(ibv_dereg_mr(imr), EINVAL);
+    VT_EQ(ibv_dealloc_pd(ipd), EINVAL);
+    VT_EQ(ibv_close_device(ictx), 0);
+    /* the originals still own everything */
+    VT_EQ(ibv_memcpy_from_dm(&out, dm, 0, 4), 0);
+    VT_EQ(out, in);
+    VT_EQ(ibv_free_dm(dm), 0);
+    VT_EQ(ibv_dereg_mr(mr), 0);
+    vt_dev_close(&d);
+}
+
 static const struct vt_case cases[] = {
     {"attrs", case_attrs, NULL, NULL},
     {"qp_create", case_qp_create, NULL, NULL},
     {"dm", case_dm, NULL, NULL},
     {"rereg", case_rereg, NULL, NULL},
     {"odp_implicit", case_odp_implicit, NULL, NULL},
+    {"import", case_import, NULL, NULL},
 };
 
 int main(int argc, char **argv)

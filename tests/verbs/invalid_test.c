@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- ibv_modify_qp: transitions, masks, values ---- */
 enum {
@@ -674,7 +675,10 @@ static void case_unsupported(int fd, const void *arg)
     unsup_null(ibv_reg_dmabuf_mr(d.pd, 0, 4096, 0, -1, IBV_ACCESS_LOCAL_WRITE),
                "ibv_reg_dmabuf_mr");
     errno = 0;
-    unsup_null(ibv_import_device(-1), "ibv_import_device");
+    /* a descriptor that is no context's cmd_fd (another process's, say) */
+    int nfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    unsup_null(ibv_import_device(nfd), "ibv_import_device");
+    close(nfd);
     errno = 0;
     struct ibv_qp_init_attr raw = {
         .send_cq = q.scq,
