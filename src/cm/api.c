@@ -13,7 +13,7 @@
 
 #include "scm_int.h"
 
-#define LOCK() pthread_mutex_lock(&scm_svc.lock)
+#define LOCK()   pthread_mutex_lock(&scm_svc.lock)
 #define UNLOCK() pthread_mutex_unlock(&scm_svc.lock)
 
 static int fail(int err)
@@ -142,14 +142,14 @@ SCM_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 SCM_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
 {
     static const char *const names[] = {
-        "RDMA_CM_EVENT_ADDR_RESOLVED",    "RDMA_CM_EVENT_ADDR_ERROR",
-        "RDMA_CM_EVENT_ROUTE_RESOLVED",   "RDMA_CM_EVENT_ROUTE_ERROR",
-        "RDMA_CM_EVENT_CONNECT_REQUEST",  "RDMA_CM_EVENT_CONNECT_RESPONSE",
-        "RDMA_CM_EVENT_CONNECT_ERROR",    "RDMA_CM_EVENT_UNREACHABLE",
-        "RDMA_CM_EVENT_REJECTED",         "RDMA_CM_EVENT_ESTABLISHED",
-        "RDMA_CM_EVENT_DISCONNECTED",     "RDMA_CM_EVENT_DEVICE_REMOVAL",
-        "RDMA_CM_EVENT_MULTICAST_JOIN",   "RDMA_CM_EVENT_MULTICAST_ERROR",
-        "RDMA_CM_EVENT_ADDR_CHANGE",      "RDMA_CM_EVENT_TIMEWAIT_EXIT"};
+        "RDMA_CM_EVENT_ADDR_RESOLVED",   "RDMA_CM_EVENT_ADDR_ERROR",
+        "RDMA_CM_EVENT_ROUTE_RESOLVED",  "RDMA_CM_EVENT_ROUTE_ERROR",
+        "RDMA_CM_EVENT_CONNECT_REQUEST", "RDMA_CM_EVENT_CONNECT_RESPONSE",
+        "RDMA_CM_EVENT_CONNECT_ERROR",   "RDMA_CM_EVENT_UNREACHABLE",
+        "RDMA_CM_EVENT_REJECTED",        "RDMA_CM_EVENT_ESTABLISHED",
+        "RDMA_CM_EVENT_DISCONNECTED",    "RDMA_CM_EVENT_DEVICE_REMOVAL",
+        "RDMA_CM_EVENT_MULTICAST_JOIN",  "RDMA_CM_EVENT_MULTICAST_ERROR",
+        "RDMA_CM_EVENT_ADDR_CHANGE",     "RDMA_CM_EVENT_TIMEWAIT_EXIT"};
     if ((unsigned)event < sizeof(names) / sizeof(names[0]))
         return names[event];
     return "UNKNOWN EVENT";
@@ -191,6 +191,8 @@ struct scm_id *scm_id_new(struct rdma_event_channel *ch, void *ctx, enum rdma_po
     i->id.ps = ps;
     i->id.qp_type = qpt;
     i->id.verbs = scm_svc.verbs;
+    /* librdmacm gives every id its device's PD (rdma_reg_msgs uses it) */
+    i->id.pd = scm_svc.pd;
     i->id.port_num = 1;
     i->local_comm_id = scm_svc.next_comm_id++;
     if (!i->local_comm_id)
@@ -244,7 +246,7 @@ SCM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
     struct scm_id *i = sid(id);
     LOCK();
     /* leaving an open connection: the peer hears a DREQ (IBA 12.9.6.8) */
-    if (i->state == SCM_ESTABLISHED || i->state == SCM_REP_SENT) {
+    if (id->qp_type != IBV_QPT_UD && (i->state == SCM_ESTABLISHED || i->state == SCM_REP_SENT)) {
         struct scm_mad m = {.attr_id = SCM_ATTR_DREQ,
                             .local_comm_id = i->local_comm_id,
                             .remote_comm_id = i->remote_comm_id,

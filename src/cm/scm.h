@@ -57,6 +57,7 @@ struct scm_id {
     bool sync;                 /* created without a channel: calls block (rdma_create_ep) */
     struct scm_channel *own;   /* the channel of a synchronous id */
     struct scm_id *listener;   /* a connection request's listening id */
+    bool passive;              /* made for a request: its port is its listener's */
     struct scm_id *reqs;       /* synchronous listener: requests for rdma_get_request */
     bool bound_any;            /* bound to the wildcard address */
     char dir_path[128];        /* listener's directory entry, if any */
@@ -72,6 +73,7 @@ struct scm_id {
     uint8_t last[SCM_MAD_LEN]; /* the MAD a timer resends */
     struct ibv_sa_path_rec path;
     struct ibv_qp_init_attr *qp_attr; /* rdma_create_ep listener: for each request */
+    uint32_t sidr_req_id;             /* SIDR: the requester's Request ID (IBA 12.11) */
 };
 
 /* The process's CM service. All fields under lock. */
@@ -81,6 +83,7 @@ struct scm_svc {
     int err;
     struct ibv_context *verbs;
     struct ibv_pd *pd;
+    struct ibv_xrcd *xrcd; /* opened on the first XRC id */
     struct ibv_comp_channel *cch;
     struct ibv_cq *cq;
     struct ibv_qp *gsi;

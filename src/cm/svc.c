@@ -208,7 +208,7 @@ bool scm_port_in_use(uint16_t ps, uint16_t port)
 {
     for (struct scm_id *i = scm_svc.ids; i; i = i->next)
         if (i->id.ps == (enum rdma_port_space)ps && scm_id_port(i, true) == port &&
-            i->state != SCM_CLOSED && !i->listener)
+            i->state != SCM_CLOSED && !i->passive)
             return true;
     return false;
 }
