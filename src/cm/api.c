@@ -448,6 +448,70 @@ SCM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
     return sync ? scm_sync_wait(i, RDMA_CM_EVENT_ADDR_RESOLVED) : 0;
 }
 
+/* Where a connect goes, looked up again when it is sent: the listener may
+ * have come since rdma_resolve_addr. false: the address is a loopback
+ * one and no listener of this namespace holds it. Lock held. */
+bool scm_peer_refresh(struct scm_id *i)
+{
+    uint8_t dip[16];
+    uint16_t dport;
+    if (ip_of(&i->id.route.addr.dst_addr, dip, &dport))
+        return true;
+    if (scm_dir_lookup((uint16_t)i->id.ps, dport, dip, i->peer_gid))
+        return true;
+    static const uint8_t lo6[16] = {[15] = 1};
+    bool lo = (scm_ip_is_v4(dip) && dip[12] == 127) || !memcmp(dip, lo6, 16);
+    return !lo;
+}
+
+enum { AWAIT_POLL_NS = 10000000 }; /* how often a held connect looks again */
+
+static void connect_go(struct scm_id *i, uint64_t now_ns)
+{
+    /* the REQ names the port it is for (IBA 12.6.5, Primary Remote Port GID) */
+    if (i->last[16] == (SCM_ATTR_REQ >> 8) && i->last[17] == (SCM_ATTR_REQ & 0xff))
+        memcpy(i->last + SCM_MAD_HDR_LEN + 72, i->peer_gid, 16);
+    scm_send_mad(i->peer_gid, i->last);
+    i->retries_left = CM_MAX_RETRIES_PUB;
+    i->deadline_ns = now_ns + 2 * (4096ull << i->timeout_exp);
+}
+
+/* A connect to a loopback address no listener holds yet waits for one for
+ * a CM response timeout: the listener may be on its way (perftest's -R
+ * server listens only after telling its client to go). Then the answer
+ * is the one the host's CM gives: a REJ for an invalid Service ID
+ * (IBA 12.6.7.2), or a SIDR REP "Service ID not supported". */
+void scm_connect_send(struct scm_id *i, uint64_t now_ns)
+{
+    if (scm_peer_refresh(i)) {
+        i->await_listener = false;
+        connect_go(i, now_ns);
+        return;
+    }
+    i->await_listener = true;
+    i->await_until_ns = now_ns + 2 * (4096ull << i->timeout_exp);
+    i->deadline_ns = now_ns + AWAIT_POLL_NS;
+}
+
+void scm_await_listener(struct scm_id *i, uint64_t now_ns)
+{
+    if (scm_peer_refresh(i)) {
+        i->await_listener = false;
+        connect_go(i, now_ns);
+    } else if (now_ns >= i->await_until_ns) {
+        i->await_listener = false;
+        i->deadline_ns = 0;
+        bool sidr = i->state == SCM_SIDR_REQ_SENT;
+        i->state = SCM_CLOSED;
+        if (sidr)
+            scm_post(i, RDMA_CM_EVENT_UNREACHABLE, SCM_SIDR_UNSUPPORTED);
+        else
+            scm_post(i, RDMA_CM_EVENT_REJECTED, SCM_REJ_INVALID_SERVICE_ID);
+    } else {
+        i->deadline_ns = now_ns + AWAIT_POLL_NS;
+    }
+}
+
 SCM_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 {
     (void)timeout_ms;

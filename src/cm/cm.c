@@ -456,7 +456,9 @@ uint64_t scm_cm_timers(uint64_t now_ns)
     for (struct scm_id *i = scm_svc.ids; i; i = i->next) {
         if (i->deadline_ns && i->deadline_ns <= now_ns) {
             i->deadline_ns = 0;
-            if (i->state == SCM_TIMEWAIT) {
+            if (i->await_listener) {
+                scm_await_listener(i, now_ns);
+            } else if (i->state == SCM_TIMEWAIT) {
                 i->state = SCM_CLOSED;
                 scm_post(i, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
             } else if (i->retries_left) {

@@ -286,6 +286,7 @@ SCM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
         return fail(EINVAL);
     }
     fill_conn(i, p);
+    scm_peer_refresh(i);
     i->local_psn = rand24();
     struct scm_mad m = {.attr_id = SCM_ATTR_REQ,
                         .tid = ((uint64_t)i->local_comm_id << 32) | 1,
@@ -336,9 +337,7 @@ SCM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
         UNLOCK();
         return fail(EINVAL);
     }
-    scm_send_mad(i->peer_gid, i->last);
-    i->retries_left = CM_MAX_RETRIES_PUB;
-    i->deadline_ns = scm_now_ns() + 2 * (4096ull << i->timeout_exp);
+    scm_connect_send(i, scm_now_ns());
     i->state = SCM_REQ_SENT;
     bool sync = i->sync;
     scm_svc_kick();

@@ -74,6 +74,8 @@ struct scm_id {
     struct ibv_sa_path_rec path;
     struct ibv_qp_init_attr *qp_attr; /* rdma_create_ep listener: for each request */
     uint32_t sidr_req_id;             /* SIDR: the requester's Request ID (IBA 12.11) */
+    bool await_listener;              /* REQ or SIDR REQ held: no listener known yet */
+    uint64_t await_until_ns;
 };
 
 /* The process's CM service. All fields under lock. */

@@ -61,6 +61,12 @@ int scm_make_cqs(struct rdma_cm_id *id, uint32_t send_n, uint32_t recv_n);
 void scm_destroy_cqs(struct rdma_cm_id *id);
 
 enum { CM_MAX_RETRIES_PUB = 8 }; /* IBA 12.7.32: at most 15 */
+/* api.c: the connect's destination looked up again; false: no listener */
+bool scm_peer_refresh(struct scm_id *i);
+/* api.c: send a connect's first MAD (i->last), or hold it while no
+ * listener is known; the timers call scm_await_listener for a held one. */
+void scm_connect_send(struct scm_id *i, uint64_t now_ns);
+void scm_await_listener(struct scm_id *i, uint64_t now_ns);
 /* api.c: a synchronous id's call waits for its event */
 int scm_sync_wait(struct scm_id *id, enum rdma_cm_event_type want);
 

@@ -114,10 +114,8 @@ int scm_sidr_connect(struct scm_id *i, const struct rdma_conn_param *p)
         return fail(EINVAL);
     }
     i->timeout_exp = SIDR_RESP_TIMEOUT;
-    scm_send_mad(i->peer_gid, i->last);
     /* IBA 12.11.1: an unanswered SIDR REQ is repeated, then given up */
-    i->retries_left = CM_MAX_RETRIES_PUB;
-    i->deadline_ns = scm_now_ns() + 2 * (4096ull << i->timeout_exp);
+    scm_connect_send(i, scm_now_ns());
     i->state = SCM_SIDR_REQ_SENT;
     bool sync = i->sync;
     scm_svc_kick();
