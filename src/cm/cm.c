@@ -17,9 +17,10 @@ enum {
     CM_MAX_RETRIES = CM_MAX_RETRIES_PUB,
     UDP_QKEY = 0x01234567,
 };
-static const uint64_t TIMEWAIT_NS = 2000000000ull; /* twice a packet lifetime, generously (IBA 12.9.7) */
+static const uint64_t TIMEWAIT_NS =
+    2000000000ull; /* twice a packet lifetime, generously (IBA 12.9.7) */
 
-#define LOCK() pthread_mutex_lock(&scm_svc.lock)
+#define LOCK()   pthread_mutex_lock(&scm_svc.lock)
 #define UNLOCK() pthread_mutex_unlock(&scm_svc.lock)
 
 /* ---- addresses ---- */
@@ -188,7 +189,6 @@ struct scm_id *scm_find_listener(uint64_t service_id, const uint8_t dst[16])
     return NULL;
 }
 
-
 static void rx_req(const uint8_t sgid[16], const struct scm_mad *m, uint64_t now_ns)
 {
     /* a duplicate REQ (IBA 12.9.6.2): repeat the REP, or stay silent */
@@ -218,8 +218,8 @@ static void rx_req(const uint8_t sgid[16], const struct scm_mad *m, uint64_t now
                  l ? SCM_REJ_INVALID_SERVICE_ID + 1 : SCM_REJ_INVALID_SERVICE_ID, NULL, 0);
         return;
     }
-    struct scm_id *n = scm_id_new(l->sync ? NULL : l->id.channel, l->id.context, l->id.ps,
-                                  l->id.qp_type);
+    struct scm_id *n =
+        scm_id_new(l->sync ? NULL : l->id.channel, l->id.context, l->id.ps, l->id.qp_type);
     if (!n) {
         send_rej(sgid, 0, m->local_comm_id, 0, 3 /* no resources */, NULL, 0);
         return;

@@ -259,12 +259,33 @@ static uint32_t rand24(void)
     return (scm_svc.next_comm_id++ * 2654435761u) & 0xffffff;
 }
 
+/* RDMA_MAX_RESP_RES and RDMA_MAX_INIT_DEPTH ask for the device's
+ * limits; a larger explicit value is refused, as librdmacm does. */
+static int rd_limit(uint8_t want, uint8_t max_code, uint8_t dev_max, uint8_t *out)
+{
+    if (want == max_code) {
+        *out = dev_max;
+        return 0;
+    }
+    if (want > dev_max)
+        return EINVAL;
+    *out = want;
+    return 0;
+}
+
+static int conn_limits(const struct rdma_conn_param *p, uint8_t *resp, uint8_t *init)
+{
+    return rd_limit(p->responder_resources, RDMA_MAX_RESP_RES, scm_svc.max_resp_res, resp) ||
+                   rd_limit(p->initiator_depth, RDMA_MAX_INIT_DEPTH, scm_svc.max_init_depth, init)
+               ? EINVAL
+               : 0;
+}
+
 static void fill_conn(struct scm_id *i, const struct rdma_conn_param *p)
 {
     if (!p)
         return;
-    i->resp_res = p->responder_resources;
-    i->init_depth = p->initiator_depth;
+    conn_limits(p, &i->resp_res, &i->init_depth);
     if (p->retry_count)
         i->retry_cnt = p->retry_count > 7 ? 7 : p->retry_count;
     i->rnr_retry = p->rnr_retry_count > 7 ? 7 : p->rnr_retry_count;
@@ -277,7 +298,8 @@ SCM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
     struct scm_id *i = sid(id);
     if (id->qp_type == IBV_QPT_UD)
         return scm_sidr_connect(i, p);
-    if (p && p->private_data_len > 92 - SCM_IPHDR_LEN)
+    uint8_t rr, id_;
+    if (p && (p->private_data_len > 92 - SCM_IPHDR_LEN || conn_limits(p, &rr, &id_)))
         return fail(EINVAL);
     LOCK();
     if (i->state != SCM_ROUTE_RESOLVED ||
@@ -360,11 +382,16 @@ SCM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
         return fail(EINVAL);
     }
     if (p) {
+        uint8_t rr, id_;
+        if (conn_limits(p, &rr, &id_)) {
+            UNLOCK();
+            return fail(EINVAL);
+        }
         /* no more than the requester offered (IBA 12.6.8) */
-        if (p->responder_resources < i->init_depth)
-            i->init_depth = p->responder_resources;
-        if (p->initiator_depth < i->resp_res)
-            i->resp_res = p->initiator_depth;
+        if (rr < i->init_depth)
+            i->init_depth = rr;
+        if (id_ < i->resp_res)
+            i->resp_res = id_;
         if (!id->qp) {
             i->rnr_retry = p->rnr_retry_count > 7 ? 7 : p->rnr_retry_count;
         }

@@ -93,51 +93,77 @@ SCM_EXPORT void rdma_free_devices(struct ibv_context **list)
     free(list);
 }
 
+static int copy_sa(struct sockaddr **dst, socklen_t *dst_len, const struct sockaddr *src,
+                   socklen_t len)
+{
+    *dst = malloc(len);
+    if (!*dst)
+        return ENOMEM;
+    memcpy(*dst, src, len);
+    *dst_len = len;
+    return 0;
+}
+
+/* As librdmacm: a node or service goes through getaddrinfo(3); without
+ * either, the hints' own addresses are the answer (libfabric's verbs
+ * provider asks that way), and the hints' source address is kept. */
 SCM_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
                                 const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
 {
-    if (!res || (!node && !service))
+    static const struct rdma_addrinfo none;
+    if (!res || (!node && !service && !hints))
         return fail(EINVAL);
-    struct addrinfo h = {.ai_socktype = SOCK_STREAM}, *ai;
-    int ps = RDMA_PS_TCP;
-    int flags = 0, qpt = 0;
-    if (hints) {
-        if (hints->ai_family == AF_IB)
-            return fail(EAFNOSUPPORT);
-        h.ai_family = hints->ai_family;
+    if (!hints)
+        hints = &none;
+    if (hints->ai_family == AF_IB)
+        return fail(EAFNOSUPPORT);
+    int ps = hints->ai_port_space;
+    int qpt = hints->ai_qp_type;
+    if (!ps)
+        ps = qpt == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP;
+    if (!qpt)
+        qpt = ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB ? IBV_QPT_UD : IBV_QPT_RC;
+    struct rdma_addrinfo *ra = calloc(1, sizeof(*ra));
+    if (!ra)
+        return fail(ENOMEM);
+    ra->ai_flags = hints->ai_flags;
+    ra->ai_family = hints->ai_family;
+    ra->ai_qp_type = qpt;
+    ra->ai_port_space = ps;
+    int err = 0;
+    if (node || service) {
+        struct addrinfo h = {.ai_family = hints->ai_family,
+                             .ai_socktype = qpt == IBV_QPT_UD ? SOCK_DGRAM : SOCK_STREAM},
+                        *ai;
         if (hints->ai_flags & RAI_PASSIVE)
             h.ai_flags |= AI_PASSIVE;
         if (hints->ai_flags & RAI_NUMERICHOST)
             h.ai_flags |= AI_NUMERICHOST;
-        if (hints->ai_port_space)
-            ps = hints->ai_port_space;
-        else if (hints->ai_qp_type == IBV_QPT_UD)
-            ps = RDMA_PS_UDP;
-        qpt = hints->ai_qp_type;
-        flags = hints->ai_flags;
+        int r = getaddrinfo(node, service, &h, &ai);
+        if (r) {
+            free(ra);
+            return r == EAI_SYSTEM ? -1 : fail(r == EAI_NONAME ? ENOENT : EINVAL);
+        }
+        ra->ai_family = ai->ai_family;
+        if (hints->ai_flags & RAI_PASSIVE)
+            err = copy_sa(&ra->ai_src_addr, &ra->ai_src_len, ai->ai_addr, ai->ai_addrlen);
+        else
+            err = copy_sa(&ra->ai_dst_addr, &ra->ai_dst_len, ai->ai_addr, ai->ai_addrlen);
+        freeaddrinfo(ai);
+    } else if (hints->ai_dst_len && hints->ai_dst_addr) {
+        err = copy_sa(&ra->ai_dst_addr, &ra->ai_dst_len, hints->ai_dst_addr, hints->ai_dst_len);
+        if (!ra->ai_family)
+            ra->ai_family = hints->ai_dst_addr->sa_family;
     }
-    int r = getaddrinfo(node, service, &h, &ai);
-    if (r)
-        return r == EAI_SYSTEM ? -1 : fail(r == EAI_NONAME ? ENOENT : EINVAL);
-    struct rdma_addrinfo *ra = calloc(1, sizeof(*ra));
-    struct sockaddr *sa = malloc(ai->ai_addrlen);
-    if (!ra || !sa) {
-        free(ra), free(sa), freeaddrinfo(ai);
-        return fail(ENOMEM);
+    if (!err && !ra->ai_src_len && hints->ai_src_len && hints->ai_src_addr) {
+        err = copy_sa(&ra->ai_src_addr, &ra->ai_src_len, hints->ai_src_addr, hints->ai_src_len);
+        if (!ra->ai_family)
+            ra->ai_family = hints->ai_src_addr->sa_family;
     }
-    memcpy(sa, ai->ai_addr, ai->ai_addrlen);
-    ra->ai_flags = flags;
-    ra->ai_family = ai->ai_family;
-    ra->ai_qp_type = qpt ? qpt : ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB ? IBV_QPT_UD : IBV_QPT_RC;
-    ra->ai_port_space = ps;
-    if (flags & RAI_PASSIVE) {
-        ra->ai_src_addr = sa;
-        ra->ai_src_len = ai->ai_addrlen;
-    } else {
-        ra->ai_dst_addr = sa;
-        ra->ai_dst_len = ai->ai_addrlen;
+    if (err) {
+        rdma_freeaddrinfo(ra);
+        return fail(err);
     }
-    freeaddrinfo(ai);
     *res = ra;
     return 0;
 }

@@ -94,6 +94,7 @@ struct scm_svc {
     uint32_t send_next;
     uint8_t gid[16];
     uint64_t guid;
+    uint8_t max_resp_res, max_init_depth; /* the device's RDMA read/atomic depths */
     unsigned long netns;
     int wake[2];
     pthread_t thread;

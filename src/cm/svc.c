@@ -283,6 +283,11 @@ int scm_svc_up(void)
         goto fail;
     memcpy(s->gid, g.raw, 16);
     s->guid = ibv_get_device_guid(s->verbs->device);
+    struct ibv_device_attr da;
+    if (ibv_query_device(s->verbs, &da))
+        goto fail;
+    s->max_resp_res = (uint8_t)(da.max_qp_rd_atom > 255 ? 255 : da.max_qp_rd_atom);
+    s->max_init_depth = (uint8_t)(da.max_qp_init_rd_atom > 255 ? 255 : da.max_qp_init_rd_atom);
     s->netns = netns_id();
     s->trace = getenv("SOFTRDMA_CM_TRACE") != NULL;
     err = ENOMEM;
