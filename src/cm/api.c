@@ -197,6 +197,9 @@ struct scm_id *scm_id_new(struct rdma_event_channel *ch, void *ctx, enum rdma_po
     i->local_comm_id = scm_svc.next_comm_id++;
     if (!i->local_comm_id)
         i->local_comm_id = scm_svc.next_comm_id++;
+    /* chosen now: a consumer moving its own QP to RTS (rdma_init_qp_attr)
+     * before rdma_accept must get the PSN the REP announces */
+    i->local_psn = (i->local_comm_id * 2654435761u) & 0xffffff;
     i->resp_res = i->init_depth = 0;
     i->retry_cnt = 7;
     i->rnr_retry = 7;

@@ -375,7 +375,9 @@ static void rx_dreq(const uint8_t sgid[16], const struct scm_mad *m, uint64_t no
     switch (id->state) {
     case SCM_REP_SENT: /* the RTU was lost, the DREQ implies it (IBA 12.9.6.4) */
     case SCM_ESTABLISHED:
-        qp_err(id);
+        /* The QP stays as it is: the consumer still drains its CQ and
+         * moves it to Error with rdma_disconnect, as with the kernel's
+         * rdma_cm, which leaves the QP alone on a DREQ. */
         send_drep(id, now_ns);
         enter_timewait(id, now_ns);
         scm_post(id, RDMA_CM_EVENT_DISCONNECTED, 0);

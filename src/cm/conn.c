@@ -254,11 +254,6 @@ SCM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
         scm_destroy_cqs(id);
 }
 
-static uint32_t rand24(void)
-{
-    return (scm_svc.next_comm_id++ * 2654435761u) & 0xffffff;
-}
-
 /* RDMA_MAX_RESP_RES and RDMA_MAX_INIT_DEPTH ask for the device's
  * limits; a larger explicit value is refused, as librdmacm does. */
 static int rd_limit(uint8_t want, uint8_t max_code, uint8_t dev_max, uint8_t *out)
@@ -309,7 +304,6 @@ SCM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
     }
     fill_conn(i, p);
     scm_peer_refresh(i);
-    i->local_psn = rand24();
     struct scm_mad m = {.attr_id = SCM_ATTR_REQ,
                         .tid = ((uint64_t)i->local_comm_id << 32) | 1,
                         .local_comm_id = i->local_comm_id,
@@ -396,7 +390,6 @@ SCM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
             i->rnr_retry = p->rnr_retry_count > 7 ? 7 : p->rnr_retry_count;
         }
     }
-    i->local_psn = rand24();
     struct ibv_port_attr pa;
     if (!ibv_query_port(scm_svc.verbs, 1, &pa) && pa.active_mtu < i->mtu)
         i->mtu = pa.active_mtu;

@@ -500,6 +500,12 @@ void sr_qp_retire(struct sr_qp *qp)
  * request, those not already failed with WR_FLUSH_ERR. */
 void sr_qp_to_error(struct sr_qp *qp)
 {
+    /* An ACK held back for coalescing covers messages already received
+     * and completed here: it is owed before the QP goes quiet, or the
+     * requester retries them until its retry count runs out. */
+    if (qp->attr.qp_state == SR_QPS_RTS || qp->attr.qp_state == SR_QPS_RTR ||
+        qp->attr.qp_state == SR_QPS_SQD)
+        sr_resp_ack_flush(qp);
     qp->attr.qp_state = SR_QPS_ERR;
     qp->resp.ack_pending = false; /* an errored QP sends nothing */
     while (qp->sq_head != qp->sq_tail) {

@@ -89,7 +89,7 @@ if(QPERF)
              ${QPERF} -lp @PORT@ -t 1 -cm1 127.0.0.1 rc_bw rc_lat rc_rdma_read_bw
              rc_rdma_write_bw --
              "c:^rc_bw:" "c:^rc_lat:" "c:latency += " "c:^rc_rdma_read_bw:"
-             "c:^rc_rdma_write_bw:" "c:bw += [0-9.]+ [KMG]B/sec")
+             "c:^rc_rdma_write_bw:" "c:bw += +[0-9.]+ [KMG]B/sec")
   set_tests_properties(compat.qperf_cm_shm compat.qperf_cm_udp PROPERTIES
                        ENVIRONMENT_MODIFICATION "SR_SERVER_STAYS=set:1")
 endif()
