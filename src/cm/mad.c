@@ -13,9 +13,9 @@ static const struct {
     uint16_t attr;
     uint8_t off, len;
 } priv_tab[] = {
-    {SCM_ATTR_REQ, 140, 92}, {SCM_ATTR_MRA, 10, 222},      {SCM_ATTR_REJ, 84, 148},
-    {SCM_ATTR_REP, 36, 196}, {SCM_ATTR_RTU, 8, 224},       {SCM_ATTR_DREQ, 12, 220},
-    {SCM_ATTR_DREP, 8, 224}, {SCM_ATTR_SIDR_REQ, 16, 216}, {SCM_ATTR_SIDR_REP, 96, 136},
+    {SCM_ATTR_REQ, 140, 92},  {SCM_ATTR_MRA, 10, 222},  {SCM_ATTR_REJ, 84, 148},
+    {SCM_ATTR_REP, 36, 196},  {SCM_ATTR_RTU, 8, 224},   {SCM_ATTR_DREQ, 12, 220},
+    {SCM_ATTR_DREP, 8, 224},  {SCM_ATTR_SIDR_REQ, 16, 216}, {SCM_ATTR_SIDR_REP, 96, 136},
 };
 
 static int priv_slot(uint16_t attr)
@@ -71,8 +71,7 @@ static uint64_t get64(const uint8_t *p)
 }
 static void put32(uint8_t *p, uint32_t v)
 {
-    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8),
-    p[3] = (uint8_t)v;
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
 }
 static void put16(uint8_t *p, uint16_t v)
 {
