@@ -13,7 +13,7 @@
 
 #include "scm_int.h"
 
-#define LOCK() pthread_mutex_lock(&scm_svc.lock)
+#define LOCK()   pthread_mutex_lock(&scm_svc.lock)
 #define UNLOCK() pthread_mutex_unlock(&scm_svc.lock)
 
 static int fail(int err)
@@ -142,14 +142,14 @@ SCM_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 SCM_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
 {
     static const char *const names[] = {
-        "RDMA_CM_EVENT_ADDR_RESOLVED",    "RDMA_CM_EVENT_ADDR_ERROR",
-        "RDMA_CM_EVENT_ROUTE_RESOLVED",   "RDMA_CM_EVENT_ROUTE_ERROR",
-        "RDMA_CM_EVENT_CONNECT_REQUEST",  "RDMA_CM_EVENT_CONNECT_RESPONSE",
-        "RDMA_CM_EVENT_CONNECT_ERROR",    "RDMA_CM_EVENT_UNREACHABLE",
-        "RDMA_CM_EVENT_REJECTED",         "RDMA_CM_EVENT_ESTABLISHED",
-        "RDMA_CM_EVENT_DISCONNECTED",     "RDMA_CM_EVENT_DEVICE_REMOVAL",
-        "RDMA_CM_EVENT_MULTICAST_JOIN",   "RDMA_CM_EVENT_MULTICAST_ERROR",
-        "RDMA_CM_EVENT_ADDR_CHANGE",      "RDMA_CM_EVENT_TIMEWAIT_EXIT"};
+        "RDMA_CM_EVENT_ADDR_RESOLVED",   "RDMA_CM_EVENT_ADDR_ERROR",
+        "RDMA_CM_EVENT_ROUTE_RESOLVED",  "RDMA_CM_EVENT_ROUTE_ERROR",
+        "RDMA_CM_EVENT_CONNECT_REQUEST", "RDMA_CM_EVENT_CONNECT_RESPONSE",
+        "RDMA_CM_EVENT_CONNECT_ERROR",   "RDMA_CM_EVENT_UNREACHABLE",
+        "RDMA_CM_EVENT_REJECTED",        "RDMA_CM_EVENT_ESTABLISHED",
+        "RDMA_CM_EVENT_DISCONNECTED",    "RDMA_CM_EVENT_DEVICE_REMOVAL",
+        "RDMA_CM_EVENT_MULTICAST_JOIN",  "RDMA_CM_EVENT_MULTICAST_ERROR",
+        "RDMA_CM_EVENT_ADDR_CHANGE",     "RDMA_CM_EVENT_TIMEWAIT_EXIT"};
     if ((unsigned)event < sizeof(names) / sizeof(names[0]))
         return names[event];
     return "UNKNOWN EVENT";
@@ -191,10 +191,15 @@ struct scm_id *scm_id_new(struct rdma_event_channel *ch, void *ctx, enum rdma_po
     i->id.ps = ps;
     i->id.qp_type = qpt;
     i->id.verbs = scm_svc.verbs;
+    /* librdmacm gives every id its device's PD (rdma_reg_msgs uses it) */
+    i->id.pd = scm_svc.pd;
     i->id.port_num = 1;
     i->local_comm_id = scm_svc.next_comm_id++;
     if (!i->local_comm_id)
         i->local_comm_id = scm_svc.next_comm_id++;
+    /* chosen now: a consumer moving its own QP to RTS (rdma_init_qp_attr)
+     * before rdma_accept must get the PSN the REP announces */
+    i->local_psn = (i->local_comm_id * 2654435761u) & 0xffffff;
     i->resp_res = i->init_depth = 0;
     i->retry_cnt = 7;
     i->rnr_retry = 7;
@@ -245,7 +250,7 @@ SCM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
     struct scm_id *i = sid(id);
     LOCK();
     /* leaving an open connection: the peer hears a DREQ (IBA 12.9.6.8) */
-    if (i->state == SCM_ESTABLISHED || i->state == SCM_REP_SENT) {
+    if (id->qp_type != IBV_QPT_UD && (i->state == SCM_ESTABLISHED || i->state == SCM_REP_SENT)) {
         struct scm_mad m = {.attr_id = SCM_ATTR_DREQ,
                             .local_comm_id = i->local_comm_id,
                             .remote_comm_id = i->remote_comm_id,
@@ -451,6 +456,74 @@ SCM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
     bool sync = i->sync;
     UNLOCK();
     return sync ? scm_sync_wait(i, RDMA_CM_EVENT_ADDR_RESOLVED) : 0;
+}
+
+/* Where a connect goes, looked up again when it is sent: the listener may
+ * have come since rdma_resolve_addr. false: the address is a loopback
+ * one and no listener of this namespace holds it. Lock held. */
+bool scm_peer_refresh(struct scm_id *i)
+{
+    uint8_t dip[16];
+    uint16_t dport;
+    if (ip_of(&i->id.route.addr.dst_addr, dip, &dport))
+        return true;
+    if (scm_dir_lookup((uint16_t)i->id.ps, dport, dip, i->peer_gid))
+        return true;
+    static const uint8_t lo6[16] = {[15] = 1};
+    bool lo = (scm_ip_is_v4(dip) && dip[12] == 127) || !memcmp(dip, lo6, 16);
+    return !lo;
+}
+
+enum { AWAIT_POLL_NS = 10000000 }; /* how often a held connect looks again */
+/* How long a connect to a loopback address waits for its listener: a
+ * listener on its way (perftest's -R server) appears within milliseconds;
+ * a port nobody listens on should be refused about as soon as the host's
+ * CM would refuse it. */
+#define AWAIT_LISTENER_NS 2000000000ull
+
+static void connect_go(struct scm_id *i, uint64_t now_ns)
+{
+    /* the REQ names the port it is for (IBA 12.6.5, Primary Remote Port GID) */
+    if (i->last[16] == (SCM_ATTR_REQ >> 8) && i->last[17] == (SCM_ATTR_REQ & 0xff))
+        memcpy(i->last + SCM_MAD_HDR_LEN + 72, i->peer_gid, 16);
+    scm_send_mad(i->peer_gid, i->last);
+    scm_cm_arm(i, now_ns);
+}
+
+/* A connect to a loopback address no listener holds yet waits for one for
+ * a CM response timeout: the listener may be on its way (perftest's -R
+ * server listens only after telling its client to go). Then the answer
+ * is the one the host's CM gives: a REJ for an invalid Service ID
+ * (IBA 12.6.7.2), or a SIDR REP "Service ID not supported". */
+void scm_connect_send(struct scm_id *i, uint64_t now_ns)
+{
+    if (scm_peer_refresh(i)) {
+        i->await_listener = false;
+        connect_go(i, now_ns);
+        return;
+    }
+    i->await_listener = true;
+    i->await_until_ns = now_ns + AWAIT_LISTENER_NS;
+    i->deadline_ns = now_ns + AWAIT_POLL_NS;
+}
+
+void scm_await_listener(struct scm_id *i, uint64_t now_ns)
+{
+    if (scm_peer_refresh(i)) {
+        i->await_listener = false;
+        connect_go(i, now_ns);
+    } else if (now_ns >= i->await_until_ns) {
+        i->await_listener = false;
+        i->deadline_ns = 0;
+        bool sidr = i->state == SCM_SIDR_REQ_SENT;
+        i->state = SCM_CLOSED;
+        if (sidr)
+            scm_post(i, RDMA_CM_EVENT_UNREACHABLE, SCM_SIDR_UNSUPPORTED);
+        else
+            scm_post(i, RDMA_CM_EVENT_REJECTED, SCM_REJ_INVALID_SERVICE_ID);
+    } else {
+        i->deadline_ns = now_ns + AWAIT_POLL_NS;
+    }
 }
 
 SCM_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)

@@ -227,7 +227,7 @@ static void deliver_established(struct scm_id *id)
 }
 
 /* ---- receive side (IBA 12.9.6) ---- */
-static struct scm_id *find_listener(uint64_t service_id, const uint8_t dst[16])
+struct scm_id *scm_find_listener(uint64_t service_id, const uint8_t dst[16])
 {
     for (struct scm_id *i = scm_svc.ids; i; i = i->next) {
         if (i->state != SCM_LISTEN)
@@ -278,8 +278,10 @@ static void rx_req(const uint8_t sgid[16], const struct scm_mad *m, uint64_t now
         memset(dst, 0, 12), memset(src, 0, 12);
         dst[10] = dst[11] = src[10] = src[11] = 0xff;
     }
-    struct scm_id *l = find_listener(m->service_id, dst);
-    if (!l || m->transport != SCM_TS_RC) {
+    struct scm_id *l = scm_find_listener(m->service_id, dst);
+    /* a listener takes the transport its id was made for */
+    uint8_t want = l && l->id.qp_type == IBV_QPT_XRC_RECV ? SCM_TS_XRC : SCM_TS_RC;
+    if (!l || m->transport != want || l->id.qp_type == IBV_QPT_UD) {
         send_rej(sgid, 0, m->local_comm_id, 0,
                  l ? SCM_REJ_INVALID_SERVICE_ID + 1 : SCM_REJ_INVALID_SERVICE_ID, NULL, 0);
         return;
@@ -290,12 +292,14 @@ static void rx_req(const uint8_t sgid[16], const struct scm_mad *m, uint64_t now
     if (pending_reqs(l) >= l->backlog)
         return;
     struct scm_id *n =
-        scm_id_new(l->sync ? NULL : l->id.channel, l->id.context, l->id.ps, IBV_QPT_RC);
+        scm_id_new(l->sync ? NULL : l->id.channel, l->id.context, l->id.ps, l->id.qp_type);
     if (!n) {
         send_rej(sgid, 0, m->local_comm_id, 0, 3 /* no resources */, NULL, 0);
         return;
     }
     n->listener = l;
+    n->passive = true;
+    n->id.pd = l->id.pd;
     n->state = SCM_REQ_RCVD;
     memcpy(n->peer_gid, sgid, 16);
     n->remote_comm_id = m->local_comm_id;
@@ -331,7 +335,9 @@ static void rx_req(const uint8_t sgid[16], const struct scm_mad *m, uint64_t now
     e->ev.param.conn.srq = m->srq;
     e->ev.param.conn.qp_num = m->qpn;
     (void)now_ns;
-    struct scm_channel *c = sr_container_of(n->id.channel, struct scm_channel, ch);
+    /* the request reaches the listener's channel; a synchronous
+     * listener's requests have channels of their own afterwards */
+    struct scm_channel *c = sr_container_of(l->id.channel, struct scm_channel, ch);
     scm_chan_post(c, e);
 }
 
@@ -445,7 +451,9 @@ static void rx_dreq(const uint8_t sgid[16], const struct scm_mad *m, uint64_t no
     switch (id->state) {
     case SCM_REP_SENT: /* the RTU was lost, the DREQ implies it (IBA 12.9.6.4) */
     case SCM_ESTABLISHED:
-        qp_err(id);
+        /* The QP stays as it is: the consumer still drains its CQ and
+         * moves it to Error with rdma_disconnect, as with the kernel's
+         * rdma_cm, which leaves the QP alone on a DREQ. */
         send_drep(id, now_ns);
         enter_timewait(id, now_ns);
         scm_post(id, RDMA_CM_EVENT_DISCONNECTED, 0);
@@ -579,6 +587,12 @@ void scm_cm_rx(const uint8_t sgid[16], const uint8_t *buf, size_t len, uint64_t 
     case SCM_ATTR_DREP:
         rx_drep(&m, now_ns);
         break;
+    case SCM_ATTR_SIDR_REQ:
+        scm_sidr_rx_req(sgid, &m);
+        break;
+    case SCM_ATTR_SIDR_REP:
+        scm_sidr_rx_rep(&m);
+        break;
     default:
         break;
     }
@@ -590,7 +604,9 @@ uint64_t scm_cm_timers(uint64_t now_ns)
     for (struct scm_id *i = scm_svc.ids; i; i = i->next) {
         if (i->deadline_ns && i->deadline_ns <= now_ns) {
             i->deadline_ns = 0;
-            if (i->state == SCM_TIMEWAIT) {
+            if (i->await_listener) {
+                scm_await_listener(i, now_ns);
+            } else if (i->state == SCM_TIMEWAIT) {
                 i->state = SCM_CLOSED;
                 scm_post(i, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
             } else if (i->retries_left) {
@@ -605,6 +621,9 @@ uint64_t scm_cm_timers(uint64_t now_ns)
                          i->state == SCM_REQ_SENT ? 0 : 1, SCM_REJ_TIMEOUT, NULL, 0);
                 i->state = SCM_CLOSED;
                 qp_err(i);
+                scm_post(i, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
+            } else if (i->state == SCM_SIDR_REQ_SENT) {
+                i->state = SCM_CLOSED;
                 scm_post(i, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
             } else if (i->state == SCM_DREQ_SENT) {
                 enter_timewait(i, now_ns);

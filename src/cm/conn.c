@@ -1,12 +1,13 @@
 /* conn.c: the consumer's side of a connection: QPs on ids, connect,
  * accept, reject, disconnect, and the QP attributes rdma_cm chooses. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "scm_int.h"
 
-#define LOCK() pthread_mutex_lock(&scm_svc.lock)
+#define LOCK()   pthread_mutex_lock(&scm_svc.lock)
 #define UNLOCK() pthread_mutex_unlock(&scm_svc.lock)
 
 static int fail(int err)
@@ -64,8 +65,10 @@ SCM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *a, i
         a->ah_attr.grh.hop_limit = 64;
         a->ah_attr.grh.traffic_class = i->tos;
         memcpy(a->ah_attr.grh.dgid.raw, i->peer_gid, 16);
-        *mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+        *mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+        /* an XRC initiator has no responder side (XRC annex, as UC) */
+        if (id->qp_type != IBV_QPT_XRC_SEND)
+            *mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
         return 0;
     case IBV_QPS_RTS:
         if (id->qp_type == IBV_QPT_UD) {
@@ -75,6 +78,11 @@ SCM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *a, i
         }
         a->sq_psn = i->local_psn;
         a->timeout = i->ack_timeout;
+        if (id->qp_type == IBV_QPT_XRC_RECV) {
+            /* an XRC target only responds: no requester attributes */
+            *mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT;
+            return 0;
+        }
         a->retry_cnt = i->retry_cnt;
         a->rnr_retry = i->rnr_retry;
         a->max_rd_atomic = i->resp_res ? i->resp_res : 1;
@@ -95,45 +103,99 @@ static int modify_to(struct rdma_cm_id *id, enum ibv_qp_state st)
     return ibv_modify_qp(id->qp, &a, mask);
 }
 
+/* The domain XRC targets and XRC SRQs of the process share, as
+ * librdmacm keeps one per device. Lock held. */
+static struct ibv_xrcd *svc_xrcd(void)
+{
+    if (!scm_svc.xrcd) {
+        struct ibv_xrcd_init_attr xa = {.comp_mask =
+                                            IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+                                        .fd = -1,
+                                        .oflags = O_CREAT};
+        scm_svc.xrcd = ibv_open_xrcd(scm_svc.verbs, &xa);
+    }
+    return scm_svc.xrcd;
+}
+
+/* The CQs librdmacm makes for an id that brings none: one for sends and
+ * one for receives, each with its own channel, as rdma_get_send_comp and
+ * rdma_get_recv_comp (<rdma/rdma_verbs.h>) wait on them apart. */
+void scm_destroy_cqs(struct rdma_cm_id *id)
+{
+    if (id->send_cq && id->send_cq != id->recv_cq)
+        ibv_destroy_cq(id->send_cq);
+    if (id->recv_cq)
+        ibv_destroy_cq(id->recv_cq);
+    if (id->send_cq_channel && id->send_cq_channel != id->recv_cq_channel)
+        ibv_destroy_comp_channel(id->send_cq_channel);
+    if (id->recv_cq_channel)
+        ibv_destroy_comp_channel(id->recv_cq_channel);
+    id->send_cq = id->recv_cq = NULL;
+    id->send_cq_channel = id->recv_cq_channel = NULL;
+}
+
+static int make_cq(struct rdma_cm_id *id, uint32_t n, struct ibv_cq **cq,
+                   struct ibv_comp_channel **ch)
+{
+    *ch = ibv_create_comp_channel(id->verbs);
+    *cq = *ch ? ibv_create_cq(id->verbs, (int)n, id, *ch, 0) : NULL;
+    return *cq ? 0 : -1;
+}
+
+int scm_make_cqs(struct rdma_cm_id *id, uint32_t send_n, uint32_t recv_n)
+{
+    if ((recv_n && make_cq(id, recv_n, &id->recv_cq, &id->recv_cq_channel)) ||
+        (send_n && make_cq(id, send_n, &id->send_cq, &id->send_cq_channel))) {
+        scm_destroy_cqs(id);
+        return -1;
+    }
+    return 0;
+}
+
 SCM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 {
     if (!id || !attr || id->qp)
         return fail(EINVAL);
-    struct scm_id *i = sid(id);
     if (!id->verbs)
         id->verbs = scm_svc.verbs;
-    struct ibv_pd *pd = (attr->comp_mask & IBV_QP_INIT_ATTR_PD) ? attr->pd : NULL;
-    if (!pd)
-        pd = id->pd ? id->pd : scm_svc.pd;
-    /* librdmacm makes the CQs an id lacks, each with a channel */
-    if (!attr->send_cq || (!attr->recv_cq && !attr->srq)) {
-        uint32_t n = attr->cap.max_send_wr + attr->cap.max_recv_wr;
-        if (!id->recv_cq) {
-            id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
-            id->recv_cq = id->recv_cq_channel
-                              ? ibv_create_cq(id->verbs, n ? (int)n : 1, id, id->recv_cq_channel, 0)
-                              : NULL;
-            id->send_cq_channel = id->recv_cq_channel;
-            id->send_cq = id->recv_cq;
-        }
-        if (!id->recv_cq)
-            return fail(ENOMEM);
+    if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
+        attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
+        attr->pd = id->pd ? id->pd : scm_svc.pd;
+    } else if (attr->pd->context != id->verbs) {
+        return fail(EINVAL);
+    }
+    if ((id->recv_cq && attr->recv_cq && id->recv_cq != attr->recv_cq) ||
+        (id->send_cq && attr->send_cq && id->send_cq != attr->send_cq))
+        return fail(EINVAL);
+    if (id->qp_type == IBV_QPT_XRC_RECV &&
+        (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd)) {
+        LOCK();
+        attr->xrcd = svc_xrcd();
+        UNLOCK();
+        if (!attr->xrcd)
+            return -1;
+        attr->comp_mask |= IBV_QP_INIT_ATTR_XRCD;
+    }
+    bool xrc_tgt = attr->qp_type == IBV_QPT_XRC_RECV;
+    bool made = false;
+    if (!xrc_tgt) {
+        uint32_t sn = attr->send_cq || id->send_cq ? 0 : attr->cap.max_send_wr;
+        uint32_t rn = attr->recv_cq || id->recv_cq || attr->qp_type == IBV_QPT_XRC_SEND
+                          ? 0
+                          : attr->cap.max_recv_wr;
+        if ((sn || rn) && scm_make_cqs(id, sn, rn))
+            return -1;
+        made = sn || rn;
         if (!attr->send_cq)
             attr->send_cq = id->send_cq;
-        if (!attr->recv_cq && !attr->srq)
+        if (!attr->recv_cq)
             attr->recv_cq = id->recv_cq;
     }
-    struct ibv_qp_init_attr ia = {.qp_context = attr->qp_context,
-                                  .send_cq = attr->send_cq,
-                                  .recv_cq = attr->recv_cq,
-                                  .srq = attr->srq ? attr->srq : id->srq,
-                                  .cap = attr->cap,
-                                  .qp_type = attr->qp_type,
-                                  .sq_sig_all = attr->sq_sig_all};
-    struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+    if (id->srq && !attr->srq)
+        attr->srq = id->srq;
+    struct ibv_qp *qp = ibv_create_qp_ex(id->verbs, attr);
     if (!qp)
-        return -1;
-    attr->cap = ia.cap;
+        goto err;
     id->qp = qp;
     int err = modify_to(id, IBV_QPS_INIT);
     if (!err && id->qp_type == IBV_QPT_UD) {
@@ -141,13 +203,21 @@ SCM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_
         if (!err)
             err = modify_to(id, IBV_QPS_RTS);
     }
-    (void)i;
     if (err) {
         ibv_destroy_qp(qp);
         id->qp = NULL;
-        return fail(err);
+        errno = err;
+        goto err;
     }
+    id->pd = qp->pd ? qp->pd : id->pd;
     return 0;
+err:
+    if (made) {
+        int e = errno;
+        scm_destroy_cqs(id);
+        errno = e;
+    }
+    return -1;
 }
 
 SCM_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
@@ -163,35 +233,54 @@ SCM_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
                                      .qp_type = qp_init_attr->qp_type,
                                      .sq_sig_all = qp_init_attr->sq_sig_all,
                                      .comp_mask = IBV_QP_INIT_ATTR_PD,
-                                     .pd = pd};
+                                     .pd = pd ? pd : id->pd};
     int r = rdma_create_qp_ex(id, &ax);
-    if (!r) {
-        qp_init_attr->cap = ax.cap;
-        qp_init_attr->send_cq = ax.send_cq;
-        qp_init_attr->recv_cq = ax.recv_cq;
-    }
+    qp_init_attr->cap = ax.cap;
+    qp_init_attr->send_cq = ax.send_cq;
+    qp_init_attr->recv_cq = ax.recv_cq;
+    qp_init_attr->srq = ax.srq;
     return r;
 }
 
 SCM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 {
-    if (!id || !id->qp)
+    if (!id)
         return;
-    ibv_destroy_qp(id->qp);
+    if (id->qp)
+        ibv_destroy_qp(id->qp);
     id->qp = NULL;
+    /* an XRC target's CQ belongs to its SRQ (rdma_destroy_srq) */
+    if (id->qp_type != IBV_QPT_XRC_RECV || !id->srq)
+        scm_destroy_cqs(id);
 }
 
-static uint32_t rand24(void)
+/* RDMA_MAX_RESP_RES and RDMA_MAX_INIT_DEPTH ask for the device's
+ * limits; a larger explicit value is refused, as librdmacm does. */
+static int rd_limit(uint8_t want, uint8_t max_code, uint8_t dev_max, uint8_t *out)
 {
-    return (scm_svc.next_comm_id++ * 2654435761u) & 0xffffff;
+    if (want == max_code) {
+        *out = dev_max;
+        return 0;
+    }
+    if (want > dev_max)
+        return EINVAL;
+    *out = want;
+    return 0;
+}
+
+static int conn_limits(const struct rdma_conn_param *p, uint8_t *resp, uint8_t *init)
+{
+    return rd_limit(p->responder_resources, RDMA_MAX_RESP_RES, scm_svc.max_resp_res, resp) ||
+                   rd_limit(p->initiator_depth, RDMA_MAX_INIT_DEPTH, scm_svc.max_init_depth, init)
+               ? EINVAL
+               : 0;
 }
 
 static void fill_conn(struct scm_id *i, const struct rdma_conn_param *p)
 {
     if (!p)
         return;
-    i->resp_res = p->responder_resources;
-    i->init_depth = p->initiator_depth;
+    conn_limits(p, &i->resp_res, &i->init_depth);
     if (p->retry_count)
         i->retry_cnt = p->retry_count > 7 ? 7 : p->retry_count;
     i->rnr_retry = p->rnr_retry_count > 7 ? 7 : p->rnr_retry_count;
@@ -202,15 +291,19 @@ SCM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
     if (!id)
         return fail(EINVAL);
     struct scm_id *i = sid(id);
-    if (p && p->private_data_len > 92 - SCM_IPHDR_LEN)
+    if (id->qp_type == IBV_QPT_UD)
+        return scm_sidr_connect(i, p);
+    uint8_t rr, id_;
+    if (p && (p->private_data_len > 92 - SCM_IPHDR_LEN || conn_limits(p, &rr, &id_)))
         return fail(EINVAL);
     LOCK();
-    if (i->state != SCM_ROUTE_RESOLVED || id->qp_type != IBV_QPT_RC) {
+    if (i->state != SCM_ROUTE_RESOLVED ||
+        (id->qp_type != IBV_QPT_RC && id->qp_type != IBV_QPT_XRC_SEND)) {
         UNLOCK();
-        return fail(id->qp_type == IBV_QPT_RC ? EINVAL : ENOSYS);
+        return fail(EINVAL);
     }
     fill_conn(i, p);
-    i->local_psn = rand24();
+    scm_peer_refresh(i);
     struct scm_mad m = {.attr_id = SCM_ATTR_REQ,
                         .tid = ((uint64_t)i->local_comm_id << 32) | 1,
                         .local_comm_id = i->local_comm_id,
@@ -220,7 +313,7 @@ SCM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
                         .resp_res = i->resp_res,
                         .init_depth = i->init_depth,
                         .remote_cm_timeout = i->timeout_exp,
-                        .transport = SCM_TS_RC,
+                        .transport = id->qp_type == IBV_QPT_XRC_SEND ? SCM_TS_XRC : SCM_TS_RC,
                         .flow_ctl = p ? p->flow_control : 1,
                         .starting_psn = i->local_psn,
                         .local_cm_timeout = i->timeout_exp,
@@ -260,8 +353,7 @@ SCM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
         UNLOCK();
         return fail(EINVAL);
     }
-    scm_send_mad(i->peer_gid, i->last);
-    scm_cm_arm(i, scm_now_ns());
+    scm_connect_send(i, scm_now_ns());
     i->state = SCM_REQ_SENT;
     bool sync = i->sync;
     scm_svc_kick();
@@ -274,6 +366,8 @@ SCM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
     if (!id)
         return fail(EINVAL);
     struct scm_id *i = sid(id);
+    if (id->qp_type == IBV_QPT_UD)
+        return scm_sidr_accept(i, p);
     if (p && p->private_data_len > 196)
         return fail(EINVAL);
     LOCK();
@@ -282,16 +376,20 @@ SCM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
         return fail(EINVAL);
     }
     if (p) {
+        uint8_t rr, id_;
+        if (conn_limits(p, &rr, &id_)) {
+            UNLOCK();
+            return fail(EINVAL);
+        }
         /* no more than the requester offered (IBA 12.6.8) */
-        if (p->responder_resources < i->init_depth)
-            i->init_depth = p->responder_resources;
-        if (p->initiator_depth < i->resp_res)
-            i->resp_res = p->initiator_depth;
+        if (rr < i->init_depth)
+            i->init_depth = rr;
+        if (id_ < i->resp_res)
+            i->resp_res = id_;
         if (!id->qp) {
             i->rnr_retry = p->rnr_retry_count > 7 ? 7 : p->rnr_retry_count;
         }
     }
-    i->local_psn = rand24();
     struct ibv_port_attr pa;
     if (!ibv_query_port(scm_svc.verbs, 1, &pa) && pa.active_mtu < i->mtu)
         i->mtu = pa.active_mtu;
@@ -340,6 +438,8 @@ SCM_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
     if (!id || private_data_len > 148)
         return fail(EINVAL);
     struct scm_id *i = sid(id);
+    if (id->qp_type == IBV_QPT_UD)
+        return scm_sidr_reject(i, private_data, private_data_len);
     LOCK();
     if (i->state != SCM_REQ_RCVD && i->state != SCM_REP_RCVD) {
         UNLOCK();
@@ -408,6 +508,11 @@ SCM_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
     if (id->qp) {
         struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
         ibv_modify_qp(id->qp, &a, IBV_QP_STATE);
+    }
+    if (id->qp_type == IBV_QPT_UD) {
+        /* SIDR leaves no connection to take down (IBA 12.11) */
+        UNLOCK();
+        return 0;
     }
     if (i->state != SCM_ESTABLISHED && i->state != SCM_REP_SENT) {
         int ok = i->state == SCM_TIMEWAIT || i->state == SCM_DREQ_SENT || i->state == SCM_CLOSED;

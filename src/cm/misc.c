@@ -3,6 +3,7 @@
  * multicast, ECE and rsockets, which fail cleanly with an errno. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <rdma/rdma_verbs.h>
@@ -12,7 +13,7 @@
 
 #include "scm_int.h"
 
-#define LOCK() pthread_mutex_lock(&scm_svc.lock)
+#define LOCK()   pthread_mutex_lock(&scm_svc.lock)
 #define UNLOCK() pthread_mutex_unlock(&scm_svc.lock)
 
 static int fail(int err)
@@ -92,50 +93,77 @@ SCM_EXPORT void rdma_free_devices(struct ibv_context **list)
     free(list);
 }
 
+static int copy_sa(struct sockaddr **dst, socklen_t *dst_len, const struct sockaddr *src,
+                   socklen_t len)
+{
+    *dst = malloc(len);
+    if (!*dst)
+        return ENOMEM;
+    memcpy(*dst, src, len);
+    *dst_len = len;
+    return 0;
+}
+
+/* As librdmacm: a node or service goes through getaddrinfo(3); without
+ * either, the hints' own addresses are the answer (libfabric's verbs
+ * provider asks that way), and the hints' source address is kept. */
 SCM_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
                                 const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
 {
-    if (!res || (!node && !service))
+    static const struct rdma_addrinfo none;
+    if (!res || (!node && !service && !hints))
         return fail(EINVAL);
-    struct addrinfo h = {.ai_socktype = SOCK_STREAM}, *ai;
-    int ps = RDMA_PS_TCP;
-    int flags = 0;
-    if (hints) {
-        if (hints->ai_family == AF_IB)
-            return fail(EAFNOSUPPORT);
-        h.ai_family = hints->ai_family;
+    if (!hints)
+        hints = &none;
+    if (hints->ai_family == AF_IB)
+        return fail(EAFNOSUPPORT);
+    int ps = hints->ai_port_space;
+    int qpt = hints->ai_qp_type;
+    if (!ps)
+        ps = qpt == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP;
+    if (!qpt)
+        qpt = ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB ? IBV_QPT_UD : IBV_QPT_RC;
+    struct rdma_addrinfo *ra = calloc(1, sizeof(*ra));
+    if (!ra)
+        return fail(ENOMEM);
+    ra->ai_flags = hints->ai_flags;
+    ra->ai_family = hints->ai_family;
+    ra->ai_qp_type = qpt;
+    ra->ai_port_space = ps;
+    int err = 0;
+    if (node || service) {
+        struct addrinfo h = {.ai_family = hints->ai_family,
+                             .ai_socktype = qpt == IBV_QPT_UD ? SOCK_DGRAM : SOCK_STREAM},
+                        *ai;
         if (hints->ai_flags & RAI_PASSIVE)
             h.ai_flags |= AI_PASSIVE;
         if (hints->ai_flags & RAI_NUMERICHOST)
             h.ai_flags |= AI_NUMERICHOST;
-        if (hints->ai_port_space)
-            ps = hints->ai_port_space;
-        else if (hints->ai_qp_type == IBV_QPT_UD)
-            ps = RDMA_PS_UDP;
-        flags = hints->ai_flags;
+        int r = getaddrinfo(node, service, &h, &ai);
+        if (r) {
+            free(ra);
+            return r == EAI_SYSTEM ? -1 : fail(r == EAI_NONAME ? ENOENT : EINVAL);
+        }
+        ra->ai_family = ai->ai_family;
+        if (hints->ai_flags & RAI_PASSIVE)
+            err = copy_sa(&ra->ai_src_addr, &ra->ai_src_len, ai->ai_addr, ai->ai_addrlen);
+        else
+            err = copy_sa(&ra->ai_dst_addr, &ra->ai_dst_len, ai->ai_addr, ai->ai_addrlen);
+        freeaddrinfo(ai);
+    } else if (hints->ai_dst_len && hints->ai_dst_addr) {
+        err = copy_sa(&ra->ai_dst_addr, &ra->ai_dst_len, hints->ai_dst_addr, hints->ai_dst_len);
+        if (!ra->ai_family)
+            ra->ai_family = hints->ai_dst_addr->sa_family;
     }
-    int r = getaddrinfo(node, service, &h, &ai);
-    if (r)
-        return r == EAI_SYSTEM ? -1 : fail(r == EAI_NONAME ? ENOENT : EINVAL);
-    struct rdma_addrinfo *ra = calloc(1, sizeof(*ra));
-    struct sockaddr *sa = malloc(ai->ai_addrlen);
-    if (!ra || !sa) {
-        free(ra), free(sa), freeaddrinfo(ai);
-        return fail(ENOMEM);
+    if (!err && !ra->ai_src_len && hints->ai_src_len && hints->ai_src_addr) {
+        err = copy_sa(&ra->ai_src_addr, &ra->ai_src_len, hints->ai_src_addr, hints->ai_src_len);
+        if (!ra->ai_family)
+            ra->ai_family = hints->ai_src_addr->sa_family;
     }
-    memcpy(sa, ai->ai_addr, ai->ai_addrlen);
-    ra->ai_flags = flags;
-    ra->ai_family = ai->ai_family;
-    ra->ai_qp_type = ps == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC;
-    ra->ai_port_space = ps;
-    if (flags & RAI_PASSIVE) {
-        ra->ai_src_addr = sa;
-        ra->ai_src_len = ai->ai_addrlen;
-    } else {
-        ra->ai_dst_addr = sa;
-        ra->ai_dst_len = ai->ai_addrlen;
+    if (err) {
+        rdma_freeaddrinfo(ra);
+        return fail(err);
     }
-    freeaddrinfo(ai);
     *res = ra;
     return 0;
 }
@@ -155,14 +183,17 @@ SCM_EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
     }
 }
 
-SCM_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
-                              struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)
+SCM_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv_pd *pd,
+                              struct ibv_qp_init_attr *qp_init_attr)
 {
     if (!id || !res)
         return fail(EINVAL);
     struct rdma_cm_id *c;
     if (rdma_create_id(NULL, &c, NULL, (enum rdma_port_space)res->ai_port_space))
         return -1;
+    /* the id's QP type is the address's: XRC ids live in RDMA_PS_IB */
+    if (res->ai_qp_type)
+        c->qp_type = (enum ibv_qp_type)res->ai_qp_type;
     int r;
     if (res->ai_flags & RAI_PASSIVE)
         r = rdma_bind_addr(c, res->ai_src_addr);
@@ -171,8 +202,10 @@ SCM_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
             rdma_resolve_route(c, 2000);
     if (r)
         goto err;
-    c->pd = pd;
+    if (pd)
+        c->pd = pd;
     if (qp_init_attr) {
+        qp_init_attr->qp_type = c->qp_type;
         /* a listener's QP attributes go to each request (rdma_get_request) */
         if (res->ai_flags & RAI_PASSIVE) {
             struct ibv_qp_init_attr *keep = malloc(sizeof(*keep));
@@ -186,12 +219,11 @@ SCM_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
     }
     *id = c;
     return 0;
-err:
-    {
-        int e = errno;
-        rdma_destroy_id(c);
-        errno = e;
-    }
+err : {
+    int e = errno;
+    rdma_destroy_ep(c);
+    errno = e;
+}
     return -1;
 }
 
@@ -199,12 +231,12 @@ SCM_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
 {
     if (!id)
         return;
-    rdma_destroy_qp(id);
-    if (id->recv_cq)
-        ibv_destroy_cq(id->recv_cq);
-    if (id->recv_cq_channel)
-        ibv_destroy_comp_channel(id->recv_cq_channel);
+    if (id->qp)
+        rdma_destroy_qp(id);
+    if (id->srq)
+        rdma_destroy_srq(id);
     free(sid(id)->qp_attr);
+    sid(id)->qp_attr = NULL;
     rdma_destroy_id(id);
 }
 
@@ -215,26 +247,30 @@ SCM_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **i
     struct scm_id *l = sid(listen);
     if (!l->sync)
         return fail(EINVAL);
+    if (listen->event) {
+        rdma_ack_cm_event(listen->event);
+        listen->event = NULL;
+    }
     struct rdma_cm_event *ev;
-    for (;;) {
-        if (rdma_get_cm_event(listen->channel, &ev))
-            return -1;
-        if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
-            break;
-        rdma_ack_cm_event(ev);
+    if (rdma_get_cm_event(listen->channel, &ev))
+        return -1;
+    int err = ev->event == RDMA_CM_EVENT_REJECTED          ? ECONNREFUSED
+              : ev->status                                 ? (ev->status < 0 ? -ev->status : EIO)
+              : ev->event != RDMA_CM_EVENT_CONNECT_REQUEST ? EINVAL
+                                                           : 0;
+    if (err) {
+        listen->event = ev;
+        return fail(err);
     }
     struct rdma_cm_id *c = ev->id;
-    c->event = ev;
-    c->pd = listen->pd;
     if (l->qp_attr) {
         struct ibv_qp_init_attr a = *l->qp_attr;
         if (rdma_create_qp(c, listen->pd, &a)) {
-            int e = errno;
-            rdma_reject(c, NULL, 0);
-            rdma_destroy_id(c);
-            return fail(e);
+            listen->event = ev;
+            return -1;
         }
     }
+    c->event = ev;
     *id = c;
     return 0;
 }
@@ -243,14 +279,50 @@ SCM_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_att
 {
     if (!id || !attr)
         return fail(EINVAL);
-    struct ibv_srq_init_attr a = {.srq_context = attr->srq_context, .attr = attr->attr};
-    struct ibv_pd *pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) && attr->pd ? attr->pd
-                        : id->pd                                             ? id->pd
-                                                                             : scm_svc.pd;
-    if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC)
-        return fail(ENOSYS);
-    id->srq = ibv_create_srq(pd, &a);
-    return id->srq ? 0 : -1;
+    if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
+        return fail(EINVAL);
+    if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+        attr->pd = id->pd ? id->pd : scm_svc.pd;
+        attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+    }
+    bool made = false;
+    if (attr->srq_type == IBV_SRQT_XRC) {
+        if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !attr->xrcd) {
+            LOCK();
+            if (!scm_svc.xrcd) {
+                struct ibv_xrcd_init_attr xa = {.comp_mask = IBV_XRCD_INIT_ATTR_FD |
+                                                             IBV_XRCD_INIT_ATTR_OFLAGS,
+                                                .fd = -1,
+                                                .oflags = O_CREAT};
+                scm_svc.xrcd = ibv_open_xrcd(scm_svc.verbs, &xa);
+            }
+            attr->xrcd = scm_svc.xrcd;
+            UNLOCK();
+            if (!attr->xrcd)
+                return -1;
+        }
+        /* an XRC SRQ completes on a CQ of its own: the id's receive CQ */
+        if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq) {
+            if (scm_make_cqs(id, 0, attr->attr.max_wr))
+                return -1;
+            made = true;
+            attr->cq = id->recv_cq;
+        }
+        attr->comp_mask |= IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+    }
+    struct ibv_srq *srq = ibv_create_srq_ex(id->verbs ? id->verbs : scm_svc.verbs, attr);
+    if (!srq) {
+        if (made) {
+            int e = errno;
+            scm_destroy_cqs(id);
+            errno = e;
+        }
+        return -1;
+    }
+    if (!id->pd)
+        id->pd = attr->pd;
+    id->srq = srq;
+    return 0;
 }
 
 SCM_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
@@ -260,17 +332,23 @@ SCM_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
         return fail(EINVAL);
     struct ibv_srq_init_attr_ex ax = {.srq_context = attr->srq_context,
                                       .attr = attr->attr,
-                                      .comp_mask = IBV_SRQ_INIT_ATTR_PD,
+                                      .comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD,
+                                      .srq_type = id->qp_type == IBV_QPT_XRC_RECV ? IBV_SRQT_XRC
+                                                                                  : IBV_SRQT_BASIC,
                                       .pd = pd};
-    return rdma_create_srq_ex(id, &ax);
+    int r = rdma_create_srq_ex(id, &ax);
+    attr->attr = ax.attr;
+    return r;
 }
 
 SCM_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 {
-    if (id && id->srq) {
+    if (!id)
+        return;
+    if (id->srq)
         ibv_destroy_srq(id->srq);
-        id->srq = NULL;
-    }
+    id->srq = NULL;
+    scm_destroy_cqs(id);
 }
 
 /* ---- not offered: clean failures ---- */

@@ -57,6 +57,7 @@ struct scm_id {
     bool sync;                 /* created without a channel: calls block (rdma_create_ep) */
     struct scm_channel *own;   /* the channel of a synchronous id */
     struct scm_id *listener;   /* a connection request's listening id */
+    bool passive;              /* made for a request: its port is its listener's */
     struct scm_id *reqs;       /* synchronous listener: requests for rdma_get_request */
     bool bound_any;            /* bound to the wildcard address */
     char dir_path[128];        /* listener's directory entry, if any */
@@ -77,6 +78,9 @@ struct scm_id {
     uint8_t last[SCM_MAD_LEN]; /* the MAD a timer resends */
     struct ibv_sa_path_rec path;
     struct ibv_qp_init_attr *qp_attr; /* rdma_create_ep listener: for each request */
+    uint32_t sidr_req_id;             /* SIDR: the requester's Request ID (IBA 12.11) */
+    bool await_listener;              /* REQ or SIDR REQ held: no listener known yet */
+    uint64_t await_until_ns;
 };
 
 /* The process's CM service. All fields under lock. */
@@ -86,6 +90,7 @@ struct scm_svc {
     int err;
     struct ibv_context *verbs;
     struct ibv_pd *pd;
+    struct ibv_xrcd *xrcd; /* opened on the first XRC id */
     struct ibv_comp_channel *cch;
     struct ibv_cq *cq;
     struct ibv_qp *gsi;
@@ -94,6 +99,7 @@ struct scm_svc {
     uint32_t send_next;
     uint8_t gid[16];
     uint64_t guid;
+    uint8_t max_resp_res, max_init_depth; /* the device's RDMA read/atomic depths */
     unsigned long netns;
     int wake[2];
     pthread_t thread;

@@ -50,6 +50,28 @@ struct scm_id *scm_id_new(struct rdma_event_channel *ch, void *ctx, enum rdma_po
 void scm_cm_config(void);
 void scm_cm_arm(struct scm_id *id, uint64_t now_ns);
 bool scm_ip_is_loopback(const uint8_t ip[16]);
+
+/* cm.c: the listener a REQ or SIDR REQ for service_id and address dst reaches */
+struct scm_id *scm_find_listener(uint64_t service_id, const uint8_t dst[16]);
+
+/* sidr.c: UD ids, Service ID Resolution (IBA 12.11). The scm_sidr_*
+ * entry points take the lock themselves; the rx side runs with it held. */
+int scm_sidr_connect(struct scm_id *id, const struct rdma_conn_param *p);
+int scm_sidr_accept(struct scm_id *id, const struct rdma_conn_param *p);
+int scm_sidr_reject(struct scm_id *id, const void *priv, uint8_t priv_len);
+void scm_sidr_rx_req(const uint8_t sgid[16], const struct scm_mad *m);
+void scm_sidr_rx_rep(const struct scm_mad *m);
+
+/* conn.c: the CQs librdmacm makes for an id (without the lock) */
+int scm_make_cqs(struct rdma_cm_id *id, uint32_t send_n, uint32_t recv_n);
+void scm_destroy_cqs(struct rdma_cm_id *id);
+
+/* api.c: the connect's destination looked up again; false: no listener */
+bool scm_peer_refresh(struct scm_id *i);
+/* api.c: send a connect's first MAD (i->last), or hold it while no
+ * listener is known; the timers call scm_await_listener for a held one. */
+void scm_connect_send(struct scm_id *i, uint64_t now_ns);
+void scm_await_listener(struct scm_id *i, uint64_t now_ns);
 /* api.c: a synchronous id's call waits for its event */
 int scm_sync_wait(struct scm_id *id, enum rdma_cm_event_type want);
 

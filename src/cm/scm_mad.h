@@ -46,8 +46,16 @@ enum {
     SCM_REJ_CONSUMER = 28,
 };
 
-/* Transport service types of a REQ (IBA 12.6.5) */
-enum { SCM_TS_RC = 0, SCM_TS_UC = 1 };
+/* Transport service types of a REQ (IBA 12.6.5; 3: XRC, XRC annex) */
+enum { SCM_TS_RC = 0, SCM_TS_UC = 1, SCM_TS_XRC = 3 };
+
+/* SIDR REP status (IBA 12.6.10, Table 120) */
+enum {
+    SCM_SIDR_OK = 0,
+    SCM_SIDR_UNSUPPORTED = 1, /* no service at that Service ID */
+    SCM_SIDR_REJECT = 2,      /* the service provider refused */
+    SCM_SIDR_NO_QP = 3,
+};
 
 /* One decoded CM message: the union of the fields softrdma uses; a field a
  * message does not carry stays zero. */

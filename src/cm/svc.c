@@ -208,7 +208,7 @@ bool scm_port_in_use(uint16_t ps, uint16_t port)
 {
     for (struct scm_id *i = scm_svc.ids; i; i = i->next)
         if (i->id.ps == (enum rdma_port_space)ps && scm_id_port(i, true) == port &&
-            i->state != SCM_CLOSED && !i->listener)
+            i->state != SCM_CLOSED && !i->passive)
             return true;
     return false;
 }
@@ -283,6 +283,11 @@ int scm_svc_up(void)
         goto fail;
     memcpy(s->gid, g.raw, 16);
     s->guid = ibv_get_device_guid(s->verbs->device);
+    struct ibv_device_attr da;
+    if (ibv_query_device(s->verbs, &da))
+        goto fail;
+    s->max_resp_res = (uint8_t)(da.max_qp_rd_atom > 255 ? 255 : da.max_qp_rd_atom);
+    s->max_init_depth = (uint8_t)(da.max_qp_init_rd_atom > 255 ? 255 : da.max_qp_init_rd_atom);
     s->netns = netns_id();
     s->trace = getenv("SOFTRDMA_CM_TRACE") != NULL;
     scm_cm_config();

@@ -147,6 +147,13 @@ int sr_qp_create(struct sr_pd *pd, const struct sr_qp_init_attr *ia, struct sr_q
     qp->attr.cap = *cap;
     if (qp->attr.cap.max_send_sge == 0)
         qp->attr.cap.max_send_sge = 1;
+    /* Inline data may fill the room a WQE's gather list takes (16 bytes an
+     * SGE), as rxe reports it: a QP asked for no inline data still takes
+     * a small inline send (librdmacm's rdma_xclient relies on it). */
+    uint32_t sge_room = qp->attr.cap.max_send_sge * 16u;
+    if (!xrc_recv && qp->attr.cap.max_inline_data < sge_room)
+        qp->attr.cap.max_inline_data = sge_room < SR_MAX_INLINE ? sge_room : SR_MAX_INLINE;
+    cap = &qp->attr.cap;
     if (qp->attr.cap.max_recv_sge == 0)
         qp->attr.cap.max_recv_sge = 1;
     qp->attr.qp_state = SR_QPS_RESET;
@@ -511,6 +518,12 @@ void sr_qp_retire(struct sr_qp *qp)
  * request, those not already failed with WR_FLUSH_ERR. */
 void sr_qp_to_error(struct sr_qp *qp)
 {
+    /* An ACK held back for coalescing covers messages already received
+     * and completed here: it is owed before the QP goes quiet, or the
+     * requester retries them until its retry count runs out. */
+    if (qp->attr.qp_state == SR_QPS_RTS || qp->attr.qp_state == SR_QPS_RTR ||
+        qp->attr.qp_state == SR_QPS_SQD)
+        sr_resp_ack_flush(qp);
     qp->attr.qp_state = SR_QPS_ERR;
     qp->resp.ack_pending = false; /* an errored QP sends nothing */
     while (qp->sq_head != qp->sq_tail) {

@@ -716,6 +716,7 @@ static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_pd *pd,
     sr_qp_query(q->qp, &qa, NULL);
     a->cap.max_send_sge = qa.cap.max_send_sge;
     a->cap.max_recv_sge = qa.cap.max_recv_sge;
+    a->cap.max_inline_data = qa.cap.max_inline_data;
     sv_qp_ex_init(q, send_ops_flags);
     sv_live_add(qp, SV_K_QP);
     return qp;

@@ -7,15 +7,13 @@
 # DISCONNECT EVENT) would otherwise land inside the block-buffered pings.
 set -u
 lib=$1 rping=$2 count=$3
-tmp=$(mktemp -d)
-trap 'kill $spid 2>/dev/null; rm -rf "$tmp"' EXIT
-port=$((20000 + $$ % 20000))
+. "$(dirname "$0")/ports.sh"
+tmp=$(mktemp -d) spid=
+port=$(sr_claim_port) || { echo "FAIL: no free port"; exit 1; }
+trap 'kill $spid 2>/dev/null; rm -rf "$tmp"; sr_release_port $port' EXIT
 LD_LIBRARY_PATH=$lib timeout 60 "$rping" -s -v -V -a 0.0.0.0 -p $port -C "$count" >"$tmp/s" 2>"$tmp/s.err" &
 spid=$!
-i=0
-while [ $i -lt 50 ] && ! ls /dev/shm/softrdma-cm-*-106-$port-* >/dev/null 2>&1; do
-    sleep 0.1; i=$((i + 1))
-done
+sr_wait_cm 106 $port
 LD_LIBRARY_PATH=$lib timeout 60 "$rping" -c -v -V -a 127.0.0.1 -p $port -C "$count" >"$tmp/c" 2>"$tmp/c.err"
 crc=$?
 wait $spid
