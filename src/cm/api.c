@@ -13,39 +13,6 @@
 
 #include "scm_int.h"
 
-#define LOCK()   pthread_mutex_lock(&scm_svc.lock)
-#define UNLOCK() pthread_mutex_unlock(&scm_svc.lock)
-
-static int fail(int err)
-{
-    errno = err;
-    return -1;
-}
-
-static struct scm_id *sid(struct rdma_cm_id *id)
-{
-    return sr_container_of(id, struct scm_id, id);
-}
-
-static int ip_of(const struct sockaddr *sa, uint8_t ip[16], uint16_t *port)
-{
-    memset(ip, 0, 16);
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *s4 = (const void *)sa;
-        ip[10] = ip[11] = 0xff;
-        memcpy(ip + 12, &s4->sin_addr, 4);
-        *port = ntohs(s4->sin_port);
-        return 0;
-    }
-    if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *s6 = (const void *)sa;
-        memcpy(ip, &s6->sin6_addr, 16);
-        *port = ntohs(s6->sin6_port);
-        return 0;
-    }
-    return sa->sa_family == AF_IB ? EAFNOSUPPORT : EINVAL;
-}
-
 static socklen_t sa_len(const struct sockaddr *sa)
 {
     return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
@@ -350,7 +317,7 @@ SCM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
     struct scm_id *i = sid(id);
     uint8_t ip[16];
     uint16_t port;
-    int err = ip_of(addr, ip, &port);
+    int err = scm_sa_ip(addr, ip, &port);
     if (err)
         return fail(err);
     LOCK();
@@ -395,7 +362,7 @@ SCM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
     }
     uint8_t ip[16];
     uint16_t port = 0;
-    ip_of(&id->route.addr.src_addr, ip, &port);
+    scm_sa_ip(&id->route.addr.src_addr, ip, &port);
     if (i->bound_any) {
         memset(ip, 0, 16);
         if (id->route.addr.src_addr.sa_family == AF_INET)
@@ -417,7 +384,7 @@ SCM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
     struct scm_id *i = sid(id);
     uint8_t dip[16], sip[16];
     uint16_t dport, sport = 0;
-    int err = ip_of(dst_addr, dip, &dport);
+    int err = scm_sa_ip(dst_addr, dip, &dport);
     if (err)
         return fail(err);
     LOCK();
@@ -426,7 +393,7 @@ SCM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
         return fail(EINVAL);
     }
     if (src_addr && i->state == SCM_IDLE) {
-        if (ip_of(src_addr, sip, &sport)) {
+        if (scm_sa_ip(src_addr, sip, &sport)) {
             UNLOCK();
             return fail(EINVAL);
         }
@@ -465,7 +432,7 @@ bool scm_peer_refresh(struct scm_id *i)
 {
     uint8_t dip[16];
     uint16_t dport;
-    if (ip_of(&i->id.route.addr.dst_addr, dip, &dport))
+    if (scm_sa_ip(&i->id.route.addr.dst_addr, dip, &dport))
         return true;
     if (scm_dir_lookup((uint16_t)i->id.ps, dport, dip, i->peer_gid))
         return true;

@@ -30,11 +30,8 @@ enum {
 static const uint64_t TIMEWAIT_NS =
     2000000000ull; /* twice a packet lifetime, generously (IBA 12.9.7) */
 
-#define LOCK()   pthread_mutex_lock(&scm_svc.lock)
-#define UNLOCK() pthread_mutex_unlock(&scm_svc.lock)
-
 /* ---- addresses ---- */
-static int sa_ip(const struct sockaddr *sa, uint8_t ip[16], uint16_t *port)
+int scm_sa_ip(const struct sockaddr *sa, uint8_t ip[16], uint16_t *port)
 {
     memset(ip, 0, 16);
     if (sa->sa_family == AF_INET) {
@@ -83,14 +80,14 @@ uint16_t scm_id_port(const struct scm_id *id, bool src)
     uint16_t port = 0;
     const struct sockaddr *sa = src ? &id->id.route.addr.src_addr : &id->id.route.addr.dst_addr;
     if (sa->sa_family)
-        sa_ip(sa, ip, &port);
+        scm_sa_ip(sa, ip, &port);
     return port;
 }
 
 static void src_ip(const struct scm_id *id, uint8_t ip[16])
 {
     uint16_t port;
-    if (!id->id.route.addr.src_addr.sa_family || sa_ip(&id->id.route.addr.src_addr, ip, &port))
+    if (!id->id.route.addr.src_addr.sa_family || scm_sa_ip(&id->id.route.addr.src_addr, ip, &port))
         memcpy(ip, scm_svc.gid, 16);
 }
 

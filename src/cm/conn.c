@@ -7,20 +7,6 @@
 
 #include "scm_int.h"
 
-#define LOCK()   pthread_mutex_lock(&scm_svc.lock)
-#define UNLOCK() pthread_mutex_unlock(&scm_svc.lock)
-
-static int fail(int err)
-{
-    errno = err;
-    return -1;
-}
-
-static struct scm_id *sid(struct rdma_cm_id *id)
-{
-    return sr_container_of(id, struct scm_id, id);
-}
-
 static uint32_t qkey_of(const struct scm_id *i)
 {
     return i->id.ps == RDMA_PS_IPOIB ? 0 : 0x01234567; /* RDMA_UDP_QKEY */

@@ -13,20 +13,6 @@
 
 #include "scm_int.h"
 
-#define LOCK()   pthread_mutex_lock(&scm_svc.lock)
-#define UNLOCK() pthread_mutex_unlock(&scm_svc.lock)
-
-static int fail(int err)
-{
-    errno = err;
-    return -1;
-}
-
-static struct scm_id *sid(struct rdma_cm_id *id)
-{
-    return sr_container_of(id, struct scm_id, id);
-}
-
 SCM_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
                                size_t optlen)
 {

@@ -54,7 +54,8 @@ SCM_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
     return -1;
 }
 
-SCM_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags, struct sockaddr *src_addr, socklen_t *addrlen)
+SCM_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
+                             struct sockaddr *src_addr, socklen_t *addrlen)
 {
     errno = ENOSYS;
     return -1;
@@ -72,7 +73,8 @@ SCM_EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
     return -1;
 }
 
-SCM_EXPORT ssize_t rsendto(int socket, const void *buf, size_t len, int flags, const struct sockaddr *dest_addr, socklen_t addrlen)
+SCM_EXPORT ssize_t rsendto(int socket, const void *buf, size_t len, int flags,
+                           const struct sockaddr *dest_addr, socklen_t addrlen)
 {
     errno = ENOSYS;
     return -1;
@@ -114,7 +116,8 @@ SCM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
     return -1;
 }
 
-SCM_EXPORT int rselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds, struct timeval *timeout)
+SCM_EXPORT int rselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
+                       struct timeval *timeout)
 {
     errno = ENOSYS;
     return -1;

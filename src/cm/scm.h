@@ -54,27 +54,27 @@ struct scm_id {
     struct rdma_cm_id id;
     struct scm_id *next;
     enum scm_state state;
-    bool sync;                 /* created without a channel: calls block (rdma_create_ep) */
-    struct scm_channel *own;   /* the channel of a synchronous id */
-    struct scm_id *listener;   /* a connection request's listening id */
-    bool passive;              /* made for a request: its port is its listener's */
-    struct scm_id *reqs;       /* synchronous listener: requests for rdma_get_request */
-    bool bound_any;            /* bound to the wildcard address */
-    char dir_path[128];        /* listener's directory entry, if any */
-    uint8_t peer_gid[16];      /* the peer's GID: where its QP1 is */
+    bool sync;               /* created without a channel: calls block (rdma_create_ep) */
+    struct scm_channel *own; /* the channel of a synchronous id */
+    struct scm_id *listener; /* a connection request's listening id */
+    bool passive;            /* made for a request: its port is its listener's */
+    struct scm_id *reqs;     /* synchronous listener: requests for rdma_get_request */
+    bool bound_any;          /* bound to the wildcard address */
+    char dir_path[128];      /* listener's directory entry, if any */
+    uint8_t peer_gid[16];    /* the peer's GID: where its QP1 is */
     uint32_t local_comm_id, remote_comm_id;
     uint32_t local_psn, remote_psn, remote_qpn, remote_qkey;
     uint8_t resp_res, init_depth, retry_cnt, rnr_retry, mtu, ack_timeout;
     uint8_t tos;
     bool tos_set, reuseaddr, afonly;
-    uint8_t timeout_exp;     /* the peer's CM response timeout, 4.096 us * 2^exp */
-    uint8_t max_retries;     /* resends before giving up: ours, or the REQ's Max CM Retries */
+    uint8_t timeout_exp; /* the peer's CM response timeout, 4.096 us * 2^exp */
+    uint8_t max_retries; /* resends before giving up: ours, or the REQ's Max CM Retries */
     uint8_t retries_left;
-    int backlog;             /* listener: CONNECT_REQUESTs it may leave unread */
-    uint64_t ka_next_ns;     /* established: when the next liveness probe goes */
-    uint8_t ka_missed;       /* probes unanswered in a row */
-    bool ka_seen;            /* the peer answered a probe: its silence means something */
-    uint64_t deadline_ns;    /* 0: none */
+    int backlog;               /* listener: CONNECT_REQUESTs it may leave unread */
+    uint64_t ka_next_ns;       /* established: when the next liveness probe goes */
+    uint8_t ka_missed;         /* probes unanswered in a row */
+    bool ka_seen;              /* the peer answered a probe: its silence means something */
+    uint64_t deadline_ns;      /* 0: none */
     uint8_t last[SCM_MAD_LEN]; /* the MAD a timer resends */
     struct ibv_sa_path_rec path;
     struct ibv_qp_init_attr *qp_attr; /* rdma_create_ep listener: for each request */

@@ -3,6 +3,7 @@
 #ifndef SCM_INT_H
 #define SCM_INT_H
 
+#include <errno.h>
 #include <netinet/in.h>
 #include <stddef.h>
 
@@ -74,5 +75,25 @@ void scm_connect_send(struct scm_id *i, uint64_t now_ns);
 void scm_await_listener(struct scm_id *i, uint64_t now_ns);
 /* api.c: a synchronous id's call waits for its event */
 int scm_sync_wait(struct scm_id *id, enum rdma_cm_event_type want);
+
+/* What every file of the library shares: the service lock, the verbs
+ * convention for errors (-1 and errno), the id behind a public one. */
+#define LOCK()   pthread_mutex_lock(&scm_svc.lock)
+#define UNLOCK() pthread_mutex_unlock(&scm_svc.lock)
+
+static inline int fail(int err)
+{
+    errno = err;
+    return -1;
+}
+
+static inline struct scm_id *sid(struct rdma_cm_id *id)
+{
+    return sr_container_of(id, struct scm_id, id);
+}
+
+/* cm.c: a socket address as an IPv4-mapped or IPv6 address and a port;
+ * 0, EAFNOSUPPORT (AF_IB) or EINVAL */
+int scm_sa_ip(const struct sockaddr *sa, uint8_t ip[16], uint16_t *port);
 
 #endif

@@ -11,20 +11,11 @@
 
 #include "scm_int.h"
 
-#define LOCK()   pthread_mutex_lock(&scm_svc.lock)
-#define UNLOCK() pthread_mutex_unlock(&scm_svc.lock)
-
 enum {
     SIDR_REQ_PRIV = 216,    /* IBA 12.6.9, Table 119 */
     SIDR_REP_PRIV = 136,    /* IBA 12.6.10, Table 120 */
     SIDR_RESP_TIMEOUT = 18, /* as the connected CM's (IBA 12.7.31) */
 };
-
-static int fail(int err)
-{
-    errno = err;
-    return -1;
-}
 
 static uint32_t qkey_of(const struct scm_id *i)
 {
