@@ -272,6 +272,29 @@ static void fill_conn(struct scm_id *i, const struct rdma_conn_param *p)
     i->rnr_retry = p->rnr_retry_count > 7 ? 7 : p->rnr_retry_count;
 }
 
+/* A REQ's or SIDR REQ's private data: the RDMA IP CM header (IBA Annex A11)
+ * for the id's addresses, then the consumer's. */
+void scm_req_priv(struct scm_id *i, const struct rdma_conn_param *p, struct scm_mad *m)
+{
+    const struct rdma_cm_id *id = &i->id;
+    struct scm_iphdr h = {.src_port = scm_id_port(i, true)};
+    const struct sockaddr *s = &id->route.addr.src_addr, *d = &id->route.addr.dst_addr;
+    h.ip_ver = d->sa_family == AF_INET6 ? 6 : 4;
+    if (h.ip_ver == 4) {
+        memcpy(h.src + 12, &((const struct sockaddr_in *)(const void *)s)->sin_addr, 4);
+        memcpy(h.dst + 12, &((const struct sockaddr_in *)(const void *)d)->sin_addr, 4);
+    } else {
+        memcpy(h.src, &((const struct sockaddr_in6 *)(const void *)s)->sin6_addr, 16);
+        memcpy(h.dst, &((const struct sockaddr_in6 *)(const void *)d)->sin6_addr, 16);
+    }
+    scm_iphdr_encode(&h, m->priv);
+    m->priv_len = SCM_IPHDR_LEN;
+    if (p && p->private_data_len) {
+        memcpy(m->priv + SCM_IPHDR_LEN, p->private_data, p->private_data_len);
+        m->priv_len += p->private_data_len;
+    }
+}
+
 SCM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 {
     if (!id)
@@ -317,24 +340,7 @@ SCM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
                         .ack_timeout = i->ack_timeout};
     memcpy(m.local_gid, scm_svc.gid, 16);
     memcpy(m.remote_gid, i->peer_gid, 16);
-    struct scm_iphdr h = {.src_port = scm_id_port(i, true)};
-    uint16_t dummy;
-    (void)dummy;
-    const struct sockaddr *s = &id->route.addr.src_addr, *d = &id->route.addr.dst_addr;
-    h.ip_ver = d->sa_family == AF_INET6 ? 6 : 4;
-    if (h.ip_ver == 4) {
-        memcpy(h.src + 12, &((const struct sockaddr_in *)(const void *)s)->sin_addr, 4);
-        memcpy(h.dst + 12, &((const struct sockaddr_in *)(const void *)d)->sin_addr, 4);
-    } else {
-        memcpy(h.src, &((const struct sockaddr_in6 *)(const void *)s)->sin6_addr, 16);
-        memcpy(h.dst, &((const struct sockaddr_in6 *)(const void *)d)->sin6_addr, 16);
-    }
-    scm_iphdr_encode(&h, m.priv);
-    m.priv_len = SCM_IPHDR_LEN;
-    if (p && p->private_data_len) {
-        memcpy(m.priv + SCM_IPHDR_LEN, p->private_data, p->private_data_len);
-        m.priv_len += p->private_data_len;
-    }
+    scm_req_priv(i, p, &m);
     if (scm_mad_encode(&m, i->last)) {
         UNLOCK();
         return fail(EINVAL);

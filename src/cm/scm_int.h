@@ -92,6 +92,9 @@ static inline struct scm_id *sid(struct rdma_cm_id *id)
     return sr_container_of(id, struct scm_id, id);
 }
 
+/* conn.c: a REQ's or SIDR REQ's private data (the A11 header, then p's) */
+void scm_req_priv(struct scm_id *i, const struct rdma_conn_param *p, struct scm_mad *m);
+
 /* cm.c: a socket address as an IPv4-mapped or IPv6 address and a port;
  * 0, EAFNOSUPPORT (AF_IB) or EINVAL */
 int scm_sa_ip(const struct sockaddr *sa, uint8_t ip[16], uint16_t *port);

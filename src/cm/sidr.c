@@ -84,22 +84,7 @@ int scm_sidr_connect(struct scm_id *i, const struct rdma_conn_param *p)
                         .local_comm_id = i->local_comm_id,
                         .pkey = 0xffff,
                         .service_id = scm_service_id((uint16_t)id->ps, scm_id_port(i, false))};
-    struct scm_iphdr h = {.src_port = scm_id_port(i, true)};
-    const struct sockaddr *s = &id->route.addr.src_addr, *d = &id->route.addr.dst_addr;
-    h.ip_ver = d->sa_family == AF_INET6 ? 6 : 4;
-    if (h.ip_ver == 4) {
-        memcpy(h.src + 12, &((const struct sockaddr_in *)(const void *)s)->sin_addr, 4);
-        memcpy(h.dst + 12, &((const struct sockaddr_in *)(const void *)d)->sin_addr, 4);
-    } else {
-        memcpy(h.src, &((const struct sockaddr_in6 *)(const void *)s)->sin6_addr, 16);
-        memcpy(h.dst, &((const struct sockaddr_in6 *)(const void *)d)->sin6_addr, 16);
-    }
-    scm_iphdr_encode(&h, m.priv);
-    m.priv_len = SCM_IPHDR_LEN;
-    if (p && p->private_data_len) {
-        memcpy(m.priv + SCM_IPHDR_LEN, p->private_data, p->private_data_len);
-        m.priv_len += p->private_data_len;
-    }
+    scm_req_priv(i, p, &m);
     if (scm_mad_encode(&m, i->last)) {
         UNLOCK();
         return fail(EINVAL);
