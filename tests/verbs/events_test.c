@@ -715,30 +715,27 @@ static void case_spinner(int fd, const void *arg)
  * place when the completion was polled. Over UDP: messages of 256
  * packets, an ACK requested every 32, and GRO batches of a megabyte per
  * receive call. */
-enum { BIG_ROUNDS = 30, BIG_LEN = 1 << 20 };
+enum { BIG_ROUNDS = 30, BIG_ATTEMPTS = 3, BIG_LEN = 1 << 20 };
 
-static void big_pingpong(int fd, bool first)
+/* One batch of BIG_ROUNDS rounds, numbered from base + 1; returns the
+ * rounds in which the peer's next WRITE was in place at this side's
+ * completion. */
+static int big_batch(struct sleeper_setup *s, struct vt_buf *src, bool first, int base)
 {
-    VT_REQUIRE(setenv("SOFTRDMA_SHM", "0", 1) == 0);
-    struct sleeper_setup s;
-    sleeper_open_buf(fd, &s, "SOFTRDMA_HANDOFF_US", "1000", 64, 2 * BIG_LEN);
-    /* the first half is written by the peer, the second is the source */
-    volatile uint8_t *mine = s.l.p + BIG_LEN - 1;
-    struct vt_buf src = {.p = s.l.p + BIG_LEN, .len = BIG_LEN, .mr = s.l.mr};
+    volatile uint8_t *mine = s->l.p + BIG_LEN - 1;
     int ahead = 0;
-    uint64_t start = vt_now_ms();
-    for (int i = 1; i <= BIG_ROUNDS && !vt_failures; i++) {
+    for (int i = base + 1; i <= base + BIG_ROUNDS && !vt_failures; i++) {
         if (!first) {
             uint64_t end = vt_now_ms() + VT_POLL_MS;
             while (*mine != (uint8_t)i && vt_now_ms() < end)
                 ;
             VT_REQUIRE(*mine == (uint8_t)i);
         }
-        src.p[BIG_LEN - 1] = (uint8_t)i;
-        post_write(&s.q, &src, &s.r, (uint64_t)i, BIG_LEN);
-        vt_expect_wc(s.cq, (uint64_t)i, IBV_WC_SUCCESS, NULL);
+        src->p[BIG_LEN - 1] = (uint8_t)i;
+        post_write(&s->q, src, &s->r, (uint64_t)i, BIG_LEN);
+        vt_expect_wc(s->cq, (uint64_t)i, IBV_WC_SUCCESS, NULL);
         /* the peer's next WRITE came before the ACK (the ponger's last
-         * completion has none to wait for) */
+         * completion of a batch has none to wait for) */
         uint8_t next = (uint8_t)(first ? i : i + 1);
         ahead += *mine == next;
         if (first) {
@@ -748,22 +745,44 @@ static void big_pingpong(int fd, bool first)
             VT_REQUIRE(*mine == next);
         }
     }
-    if (first) {
-        uint64_t ms = vt_now_ms() - start;
-        int theirs;
-        vt_recv(fd, &theirs, sizeof(theirs), VT_OOB_MS);
-        vt_note("%d rounds of 1 MiB in %llu ms; the next WRITE was in place at %d and %d "
-                "completions",
-                BIG_ROUNDS, (unsigned long long)ms, ahead, theirs);
-        /* ACKs ahead of the reply: 0..3 of 30 on a side (one side's 0..10
-         * in 3 runs of 4 when only bulk naps sent them early); behind it:
-         * 28..30, 19 with two more test programs running */
-        VT_CHECKF(3 * ahead >= BIG_ROUNDS && 3 * theirs >= BIG_ROUNDS - 1,
-                  "the next WRITE was in place at %d of %d and %d of %d completions", ahead,
-                  BIG_ROUNDS, theirs, BIG_ROUNDS - 1);
-    } else {
-        vt_send(fd, &ahead, sizeof(ahead));
+    return ahead;
+}
+
+/* ACKs ahead of the reply give 0..3 of 30 on a side (one side's 0..10 in
+ * 3 runs of 4 when only bulk naps sent them early), in every batch; behind
+ * it, 28..30 on a quiet machine, 9..19 of a batch on a loaded one. A
+ * batch passes at a third on both sides, and up to BIG_ATTEMPTS batches
+ * are run, so that a loaded machine's unlucky batch is not a failure and
+ * the early ACK still fails every one. */
+static void big_pingpong(int fd, bool first)
+{
+    VT_REQUIRE(setenv("SOFTRDMA_SHM", "0", 1) == 0);
+    struct sleeper_setup s;
+    sleeper_open_buf(fd, &s, "SOFTRDMA_HANDOFF_US", "1000", 64, 2 * BIG_LEN);
+    /* the first half is written by the peer, the second is the source */
+    struct vt_buf src = {.p = s.l.p + BIG_LEN, .len = BIG_LEN, .mr = s.l.mr};
+    char pass = 0;
+    for (int a = 0; a < BIG_ATTEMPTS && !pass && !vt_failures; a++) {
+        uint64_t start = vt_now_ms();
+        int ahead = big_batch(&s, &src, first, a * BIG_ROUNDS);
+        if (first) {
+            uint64_t ms = vt_now_ms() - start;
+            int theirs;
+            vt_recv(fd, &theirs, sizeof(theirs), VT_OOB_MS);
+            pass = 3 * ahead >= BIG_ROUNDS && 3 * theirs >= BIG_ROUNDS - 1;
+            vt_note("batch %d: %d rounds of 1 MiB in %llu ms; the next WRITE was in place "
+                    "at %d and %d completions",
+                    a + 1, BIG_ROUNDS, (unsigned long long)ms, ahead, theirs);
+            vt_send(fd, &pass, 1);
+        } else {
+            vt_send(fd, &ahead, sizeof(ahead));
+            vt_recv(fd, &pass, 1, VT_OOB_MS);
+        }
     }
+    if (first)
+        VT_CHECKF(pass, "the next WRITE was in place at under a third of the completions in "
+                        "each of %d batches",
+                  BIG_ATTEMPTS);
     sleeper_close(fd, &s);
 }
 
