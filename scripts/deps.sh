@@ -5,6 +5,7 @@ set -euo pipefail
 
 pkgs=(
   build-essential cmake clang libclang-rt-14-dev python3  # build, sanitizers, libFuzzer
+  clang-format git                                        # lint.format
   tshark                                                  # RoCEv2 dissection in tests
   libibverbs-dev ibverbs-utils perftest                   # verbs ABI header, conformance clients
   librdmacm-dev rdmacm-utils                              # rdma_cm ABI header and clients

@@ -780,8 +780,9 @@ static void big_pingpong(int fd, bool first)
         }
     }
     if (first)
-        VT_CHECKF(pass, "the next WRITE was in place at under a third of the completions in "
-                        "each of %d batches",
+        VT_CHECKF(pass,
+                  "the next WRITE was in place at under a third of the completions in "
+                  "each of %d batches",
                   BIG_ATTEMPTS);
     sleeper_close(fd, &s);
 }

@@ -17,7 +17,10 @@ struct sr_sim_node {
 
 static const uint8_t v4_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
-static bool is_v4(const uint8_t *gid) { return memcmp(gid, v4_prefix, 12) == 0; }
+static bool is_v4(const uint8_t *gid)
+{
+    return memcmp(gid, v4_prefix, 12) == 0;
+}
 
 static int node_tx(void *ctx, const struct sr_tx_pkt *t)
 {
@@ -143,8 +146,14 @@ void sr_sim_node_destroy(struct sr_sim_node *n)
     free(n);
 }
 
-struct sr_engine *sr_sim_node_engine(const struct sr_sim_node *n) { return n->eng; }
-int sr_sim_node_id(const struct sr_sim_node *n) { return n->id; }
+struct sr_engine *sr_sim_node_engine(const struct sr_sim_node *n)
+{
+    return n->eng;
+}
+int sr_sim_node_id(const struct sr_sim_node *n)
+{
+    return n->id;
+}
 void sr_sim_node_stats(const struct sr_sim_node *n, struct sr_sim_node_stats *out)
 {
     *out = n->stats;
