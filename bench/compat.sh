@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/compat.sh [REPS]: UCX and Open MPI on softrdma's srdma0, held
 # against the same programs over TCP and over their own shared memory, in
-# one run (issue 19, point 6; docs/COMPATIBILITY.md, "Figures").
+# one run (docs/COMPATIBILITY.md, "Figures").
 #
 # Transports, all two processes on this host:
 #   sr-shm  softrdma, shared-memory path (the default between local

@@ -13,7 +13,7 @@
 #     with source addresses and GRO control messages): the floor under
 #     ib_write_lat before any transport work;
 #   - softrdma under Debian's unmodified perftest over its UDP path
-#     (SOFTRDMA_SHM=0), the path #5's targets are stated for:
+#     (SOFTRDMA_SHM=0), the path the targets are stated for:
 #     ib_{write,read,send}_bw at 64 B, 4 KiB, 64 KiB, 1 MiB;
 #     ib_{write,send,read}_lat at 2 B and 4 KiB; 64 B message rate with 1
 #     and 4 QPs;

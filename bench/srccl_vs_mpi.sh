@@ -4,7 +4,7 @@
 # For 2 and 4 ranks on this host, float sum, 8 B to 64 MiB (x2 steps):
 #   - srccl-udp: srccl-perf under srccl-run, over softrdma's UDP path
 #     (LD_LIBRARY_PATH=<build>/lib SOFTRDMA_SHM=0: RoCEv2 datagrams on
-#     loopback), the path #6's targets are stated for;
+#     loopback), the path the srccl targets are stated for;
 #   - srccl-shm: the same over softrdma's shared-memory path (the default
 #     between processes on one host), held against Open MPI's shared memory;
 #   - Open MPI over TCP: bench/mpi_allreduce.c under

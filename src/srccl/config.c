@@ -114,9 +114,10 @@ srcclResult_t sc_config_load(struct sc_config *cfg, char *err, size_t err_len)
         return r;
     cfg->spin_set = x >= 0;
     /* 200 us: a rank that sleeps answers its peer only after a wake-up
-     * (tens of us), which makes the peer's wait exceed a shorter spin and
-     * sleep too; with 20 us two ranks fell into that, 2 ranks 8 B 5 -> 80 us
-     * per all-reduce, for the rest of the run. */
+     * (tens of us). A spin shorter than that makes the peer's wait outlast
+     * it, so the peer sleeps too, and two ranks can stay in that pattern
+     * for the rest of a run, each small all-reduce costing a wake-up on
+     * both sides. */
     cfg->spin_ns = x >= 0 ? (uint64_t)x * 1000 : 200000;
     x = 0;
     if ((r = env_int("SRCCL_DEBUG", 0, 9, &x, err, err_len)))

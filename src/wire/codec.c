@@ -6,7 +6,7 @@
 #include "sr_wire.h"
 
 /* BTH byte 1: SE(7) M(6) PadCnt(5:4) TVer(3:0). Byte 4: F(7) B(6) resv6.
- * Byte 8: A(7) resv7. (IBA 9.2, RoCEv2 A17.9.x for FECN/BECN.) */
+ * Byte 8: A(7) resv7. (IBA 9.2; FECN/BECN as RoCEv2 uses them, Annex A17.9.) */
 #define BTH_SE      0x80
 #define BTH_MIG     0x40
 #define BTH_FECN    0x80
@@ -53,7 +53,7 @@ static int check_fields(const struct sr_opcode_info *info, const struct sr_pkt *
         if (!aeth_syndrome_valid(pkt->aeth.syndrome))
             return SR_ERR_WIRE_FIELD;
         /* READ responses and ATOMIC ACKs carry a positive ACK syndrome only
-         * (IBA 9.7.5.1.x: NAKs travel in the ACKNOWLEDGE opcode). */
+         * (IBA 9.7.5: NAKs travel in the ACKNOWLEDGE opcode). */
         if (SR_OPCODE_OP(pkt->bth.opcode) != SR_OP_ACK &&
             SR_AETH_TYPE(pkt->aeth.syndrome) != SR_AETH_ACK)
             return SR_ERR_WIRE_FIELD;
@@ -73,7 +73,7 @@ int sr_wire_decode(const uint8_t *buf, size_t len, uint32_t pmtu, struct sr_pkt 
 
     memset(pkt, 0, sizeof(*pkt));
     decode_bth(buf, &pkt->bth);
-    if (pkt->bth.tver != 0) /* IBA C9-? TVer: receivers drop non-zero versions */
+    if (pkt->bth.tver != 0) /* IBA 9.2: TVer 0 is the only version; drop others */
         return SR_ERR_WIRE_TVER;
 
     pkt->hdrs = info->hdrs;
@@ -135,9 +135,9 @@ int sr_wire_decode(const uint8_t *buf, size_t len, uint32_t pmtu, struct sr_pkt 
 
     /* Length checks last: *pkt is complete, so a responder can NAK them. */
     if (pmtu) {
-        if (pkt->payload_len > pmtu) /* IBA C9-? payload <= PMTU */
+        if (pkt->payload_len > pmtu) /* IBA 9.7.5.1 length check: payload <= PMTU */
             return SR_ERR_WIRE_MTU;
-        /* IBA 9.7.5.1.x length check: FIRST/MIDDLE carry exactly one PMTU. */
+        /* IBA 9.7.5.1 length check: FIRST/MIDDLE carry exactly one PMTU. */
         if ((info->flags & (SR_OPF_FIRST | SR_OPF_MIDDLE)) && pkt->payload_len != pmtu)
             return SR_ERR_WIRE_SEGMENT;
     }

@@ -5,8 +5,8 @@
  *
  * Header order within a packet (IBA 9.2): BTH, XRCETH, DETH, RETH,
  * AtomicETH, AETH, AtomicAckETH, ImmDt, IETH. XRC requests carry the
- * XRCETH (IBA 9.2.8? / XRC annex); XRC responses do not. Offsets are computed from that order at
- * compile time, so an entry names only its headers. */
+ * XRCETH (IBA Annex A14, XRC); XRC responses do not. Offsets are computed
+ * from that order at compile time, so an entry names only its headers. */
 #include "sr_wire.h"
 
 #define HB(h)           SR_HDR_BIT(SR_HDR_##h)
@@ -87,8 +87,8 @@ static const struct sr_opcode_info opcode_table[256] = {
         OP("RC_SEND_LAST_WITH_INVALIDATE", HB(IETH), REQ_SEND | F(LAST) | F(SOLICIT) | F(INV)),
     [SR_OP_RC | SR_OP_SEND_ONLY_INV] =
         OP("RC_SEND_ONLY_WITH_INVALIDATE", HB(IETH), REQ_SEND | F(ONLY) | F(SOLICIT) | F(INV)),
-    /* IBA 1.5 9.4.? (ATOMIC WRITE): a RETH and an 8-byte payload, acknowledged
-     * like an RDMA WRITE. Defined for RC only. */
+    /* ATOMIC WRITE (IBA Vol 1 release 1.5): a RETH and an 8-byte payload,
+     * acknowledged like an RDMA WRITE. Defined for RC only. */
     [SR_OP_RC | SR_OP_ATOMIC_WRITE] =
         OP("RC_ATOMIC_WRITE", HB(RETH), F(PAYLOAD) | F(ATOMIC_WRITE) | F(REQUEST) | F(ONLY)),
 
