@@ -164,10 +164,10 @@ static void ops_run(const struct ops_mode *m)
                     memcpy(got, src, a);
                     memcpy(got + a, src + a + 100, b);
                     memcpy(got + a + b, src + a + b + 300, size - a - b);
-                    SR_CHECK(memcmp(got, expect, size) == 0);
+                    SR_CHECK_MEM(got, expect, size);
                     SR_CHECK_MEM(dst + size, canary, 64);
                 } else {
-                    SR_CHECK(memcmp(dst, expect, size) == 0);
+                    SR_CHECK_MEM(dst, expect, size);
                     SR_CHECK_MEM(dst + size, canary, 64);
                 }
                 /* Nothing else completes, and no extra receive is consumed. */
@@ -243,14 +243,14 @@ static void stream_run(const struct ops_mode *m)
             uint32_t len = CH - (uint32_t)i;
             const uint8_t *s = f.mem[0] + (uint64_t)i * CH;
             if (i % 3 == 0) {
-                SR_CHECK(memcmp(f.mem[1] + (uint64_t)i * CH, s, len) == 0);
+                SR_CHECK_MEM(f.mem[1] + (uint64_t)i * CH, s, len);
                 SR_CHECK_EQ(wc[i / 3].byte_len, len);
                 SR_CHECK_EQ(wc[i / 3].wr_id, 1000 + (uint64_t)i);
             } else if (i % 3 == 1) {
-                SR_CHECK(memcmp(f.mem[1] + 500000 + (uint64_t)i * CH, s, len) == 0);
+                SR_CHECK_MEM(f.mem[1] + 500000 + (uint64_t)i * CH, s, len);
             } else {
-                SR_CHECK(memcmp(f.mem[0] + 1000000 + (uint64_t)i * CH,
-                                f.mem[1] + 1000000 + (uint64_t)i * CH, len) == 0);
+                SR_CHECK_MEM(f.mem[0] + 1000000 + (uint64_t)i * CH,
+                             f.mem[1] + 1000000 + (uint64_t)i * CH, len);
             }
         }
         fix_close(&f);
@@ -424,8 +424,8 @@ static void test_read_fence(void)
     wr.sg_list = &wsg;
     wr.opcode = SR_WR_RDMA_WRITE;
     post2_ok(&f, &rd, &wr, 1000000000ull);
-    SR_CHECK(memcmp(got, before, LEN) == 0); /* the READ saw the old bytes */
-    SR_CHECK(memcmp(x, newer, LEN) == 0);    /* and the WRITE landed after it */
+    SR_CHECK_MEM(got, before, LEN); /* the READ saw the old bytes */
+    SR_CHECK_MEM(x, newer, LEN);    /* and the WRITE landed after it */
     free(before);
     fix_close(&f);
 }

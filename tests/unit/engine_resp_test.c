@@ -84,7 +84,7 @@ static void test_ack_delay(void)
             continue;
         }
         h_run(&f.h, NULL, NULL, DELAY / 2); /* delivered, executed, not yet acknowledged */
-        SR_CHECK(memcmp(f.mem[1] + 4096, f.mem[0], 64) == 0);
+        SR_CHECK_MEM(f.mem[1] + 4096, f.mem[0], 64);
         switch (c) {
         case 0: {
             SR_CHECK_EQ(log_find(1, SR_OP_ACK, 0), -1);
@@ -197,7 +197,7 @@ static void ack_hold_from_end(uint8_t timeout)
     /* the rest arrives at sent + 1 us, the LAST at sent + 51 us */
     h_run(&f.h, NULL, NULL, H_DELAY_NS + 50000 + 75000);
     SR_CHECK_EQ(f.h.now, sent + H_DELAY_NS + 125000);
-    SR_CHECK(memcmp(f.mem[1] + 4096, f.mem[0], LEN) == 0);
+    SR_CHECK_MEM(f.mem[1] + 4096, f.mem[0], LEN);
     if (timeout > 6) {
         SR_CHECK_EQ(log_find(1, SR_OP_ACK, 0), -1); /* still held */
         post_write(&f, 1, 9, SR_WR_RDMA_WRITE);     /* the reply */
