@@ -106,7 +106,7 @@ struct row {
 static const struct row good_rows[] = {
     {"write_ok", HX_T_GOOD, RC(WRITE_ONLY), 0, VA_REGION, 0x800, KEY_A, 32, 32, .exp = X_ACK,
      .seed = 0x11},
-    /* IBA 9.7.4.1.? (C9-?): a zero-length RDMA WRITE / READ checks no R_Key */
+    /* a zero-length RDMA WRITE / READ checks no R_Key */
     {"write_zero_len_any_rkey", HX_T_GOOD, RC(WRITE_ONLY), 0, VA_ABS, 0, KEY_BAD, 0, 0,
      .exp = X_ACK},
     {"read_zero_len_any_rkey", HX_T_GOOD, RC(READ_REQ), 0, VA_ABS, 0, KEY_BAD, 0, .exp = X_READ},
@@ -316,7 +316,7 @@ static const struct row ud_rows[] = {
      .exp = X_OTHER, .seed = 0x63},
 };
 
-/* The UC QP (IBA 9.8.?): nothing is ever answered; a bad packet is
+/* The UC QP: nothing is ever answered; a bad packet is
  * dropped with the rest of its message, and the QP stays up. */
 static const struct row uc_rows[] = {
     {"uc_write_ok", D_UC, UC(WRITE_ONLY), 0, VA_REGION, 0xb00, KEY_A, 32, 32, .exp = X_SILENT,

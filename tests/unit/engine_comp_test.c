@@ -44,7 +44,7 @@ static void test_errors(void)
          SR_QPS_ERR},
         /* the responder cannot write its own receive buffer: remote
          * operational error at the requester, local protection error at the
-         * responder (IBA 9.7.5.2.?) */
+         * responder, whose receive completes in error (IBA 9.9.3.1) */
         {"send into a receive with a bad lkey", SR_WR_SEND, K_RECV_BAD_LKEY, SR_WC_REM_OP_ERR,
          SR_QPS_ERR},
         {"write with an rkey of another PD", SR_WR_RDMA_WRITE, K_OTHER_PD, SR_WC_REM_ACCESS_ERR,
