@@ -26,52 +26,58 @@ struct harness;
 /* Return 0 to deliver, 1 to drop, 2 to deliver twice, 3 to delay by 50 us. */
 typedef int (*h_filter_fn)(struct harness *h, const struct h_pkt *p, uint64_t seq);
 
-struct harness {
-    struct sr_engine *eng[H_NODES];
-    struct h_pkt **q; /* ring of pointers, ordered by delivery time */
-    uint32_t qhead, qcount;
-    uint64_t now;
-    uint64_t seq;
-    h_filter_fn filter;
-    void *filter_arg;
-    uint64_t sent, dropped;
-    bool defer; /* h_defer when created */
-    int async_events[32];
-    void *async_obj;
+/* How h_init_cfg builds the engines and the wire. */
+struct h_cfg {
+    uint32_t window;       /* sr_engine_cfg.window_pkts (0: the default) */
+    uint64_t ack_delay_ns; /* sr_engine_cfg.ack_delay_ns */
+    /* The wire behaves like a batching driver with sr_engine_ops.tx_fence:
+     * packets are queued with their payload still in the sender's memory,
+     * read when the engine fences or when h_run ends a delivery step (a
+     * driver's flush at the end of its pass). */
+    bool defer;
+    /* The peers are reached by trains (sr_engine_ops.tx_trains), so long RC
+     * WRITEs go as WRITE ONLY packets. */
+    bool trains;
+    bool (*mem_ok)(const void *addr, uint64_t len, bool write); /* sr_engine_cfg.mem_ok */
 };
 
 struct h_node_ctx {
     struct harness *h;
     int id;
 };
-static struct h_node_ctx h_ctx[H_NODES];
-/* sr_engine_cfg.ack_delay_ns of the engines h_init creates next */
-static uint64_t h_ack_delay_ns;
-/* When set before h_init: the wire behaves like a batching driver with
- * sr_engine_ops.tx_fence. Packets are queued with their payload still in
- * the sender's memory, read when the engine fences or when h_run ends a
- * delivery step (a driver's flush at the end of its pass). */
-static bool h_defer;
-/* When set before h_init: the engines' peers are reached by trains
- * (sr_engine_ops.tx_trains), so long RC WRITEs go as WRITE ONLY packets. */
-static bool h_trains;
-/* sr_engine_cfg.mem_ok of the engines h_init creates next */
-static bool (*h_mem_ok)(const void *addr, uint64_t len, bool write);
-static bool h_trains_yes(void *ctx, const uint8_t *dgid)
-{
-    (void)ctx, (void)dgid;
-    return true;
-}
+
 enum { H_DEFER_MAX = 256, H_DEFER_IOV = 4 };
-static struct h_deferred {
-    struct harness *h;
+/* A packet a deferring wire holds: its header copied, its payload not. */
+struct h_deferred {
     int from;
     uint8_t hdr[SR_MAX_HDR_LEN];
     uint32_t hdr_len, iov_cnt, tail;
     struct sr_iov iov[H_DEFER_IOV];
     uint8_t dgid[16];
-} h_deferred[H_DEFER_MAX];
-static uint32_t h_ndeferred;
+};
+
+struct harness {
+    struct sr_engine *eng[H_NODES];
+    struct h_node_ctx ctx[H_NODES]; /* the engines' ops_ctx */
+    struct h_pkt **q;               /* ring of pointers, ordered by delivery time */
+    uint32_t qhead, qcount;
+    uint64_t now;
+    uint64_t seq;
+    h_filter_fn filter;
+    void *filter_arg;
+    uint64_t sent, dropped;
+    bool defer; /* h_cfg.defer when created */
+    struct h_deferred deferred[H_DEFER_MAX];
+    uint32_t ndeferred;
+    int async_events[32];
+    void *async_obj;
+};
+
+static bool h_trains_yes(void *ctx, const uint8_t *dgid)
+{
+    (void)ctx, (void)dgid;
+    return true;
+}
 static int h_tx_now(struct h_node_ctx *nc, const struct sr_tx_pkt *t);
 
 static void h_enqueue(struct harness *h, const struct h_pkt *p)
@@ -92,11 +98,10 @@ static void h_enqueue(struct harness *h, const struct h_pkt *p)
     h->qcount++;
 }
 
-static void h_fence(void *ctx)
+static void h_flush(struct harness *h)
 {
-    (void)ctx;
-    for (uint32_t i = 0; i < h_ndeferred; i++) {
-        struct h_deferred *d = &h_deferred[i];
+    for (uint32_t i = 0; i < h->ndeferred; i++) {
+        struct h_deferred *d = &h->deferred[i];
         struct sr_tx_pkt t = {.hdr = d->hdr,
                               .hdr_len = d->hdr_len,
                               .iov = d->iov,
@@ -105,9 +110,15 @@ static void h_fence(void *ctx)
                               .dgid = d->dgid};
         for (uint32_t k = 0; k < d->iov_cnt; k++)
             t.payload_len += d->iov[k].len;
-        h_tx_now(&h_ctx[d->from], &t);
+        h_tx_now(&h->ctx[d->from], &t);
     }
-    h_ndeferred = 0;
+    h->ndeferred = 0;
+}
+
+static void h_fence(void *ctx)
+{
+    struct h_node_ctx *nc = ctx;
+    h_flush(nc->h);
 }
 
 static int h_tx(void *ctx, const struct sr_tx_pkt *t)
@@ -115,12 +126,13 @@ static int h_tx(void *ctx, const struct sr_tx_pkt *t)
     struct h_node_ctx *nc = ctx;
     if (!nc->h->defer)
         return h_tx_now(nc, t);
-    if (h_ndeferred == H_DEFER_MAX || t->iov_cnt > H_DEFER_IOV) {
-        h_fence(ctx);
+    struct harness *h = nc->h;
+    if (h->ndeferred == H_DEFER_MAX || t->iov_cnt > H_DEFER_IOV) {
+        h_flush(h);
         if (t->iov_cnt > H_DEFER_IOV)
             return h_tx_now(nc, t); /* in order, just not deferred */
     }
-    struct h_deferred *d = &h_deferred[h_ndeferred++];
+    struct h_deferred *d = &h->deferred[h->ndeferred++];
     d->from = nc->id;
     memcpy(d->hdr, t->hdr, t->hdr_len);
     d->hdr_len = t->hdr_len;
@@ -130,7 +142,7 @@ static int h_tx(void *ctx, const struct sr_tx_pkt *t)
     d->tail = t->pad_len;
     memcpy(d->dgid, t->dgid, 16);
     if (t->flush)
-        h_fence(ctx);
+        h_flush(h);
     return 0;
 }
 
@@ -185,30 +197,35 @@ static void h_gid(uint8_t gid[16], int node)
     gid[15] = (uint8_t)(node + 1);
 }
 
-static void h_init(struct harness *h, uint32_t window)
+static void h_init_cfg(struct harness *h, const struct h_cfg *c)
 {
     memset(h, 0, sizeof(*h));
-    h->defer = h_defer;
+    h->defer = c->defer;
     h->q = calloc(H_QCAP, sizeof(*h->q));
     for (int i = 0; i < H_NODES; i++) {
-        h_ctx[i].h = h;
-        h_ctx[i].id = i;
+        h->ctx[i].h = h;
+        h->ctx[i].id = i;
         struct sr_engine_cfg cfg = {.ops = {.tx = h_tx,
-                                            .tx_fence = h_defer ? h_fence : NULL,
+                                            .tx_fence = c->defer ? h_fence : NULL,
                                             .async_event = h_async,
-                                            .tx_trains = h_trains ? h_trains_yes : NULL},
-                                    .ops_ctx = &h_ctx[i],
-                                    .window_pkts = window,
-                                    .ack_delay_ns = h_ack_delay_ns,
-                                    .mem_ok = h_mem_ok};
+                                            .tx_trains = c->trains ? h_trains_yes : NULL},
+                                    .ops_ctx = &h->ctx[i],
+                                    .window_pkts = c->window,
+                                    .ack_delay_ns = c->ack_delay_ns,
+                                    .mem_ok = c->mem_ok};
         h_gid(cfg.gid, i);
         SR_CHECK_EQ(sr_engine_create(&cfg, &h->eng[i]), 0);
     }
 }
 
+static inline void h_init(struct harness *h, uint32_t window)
+{
+    h_init_cfg(h, &(struct h_cfg){.window = window});
+}
+
 static void h_fini(struct harness *h)
 {
-    h_ndeferred = 0;
+    h->ndeferred = 0;
     for (int i = 0; i < H_NODES; i++)
         sr_engine_destroy(h->eng[i]);
     while (h->qcount) {
@@ -225,7 +242,7 @@ static bool h_run(struct harness *h, bool (*done)(void *), void *arg, uint64_t m
 {
     uint64_t end = h->now + max_ns;
     for (;;) {
-        h_fence(NULL); /* what the engines queued since (posts, timers) */
+        h_flush(h); /* what the engines queued since (posts, timers) */
         if (done && done(arg))
             return true;
         uint64_t next = UINT64_MAX;
@@ -251,7 +268,7 @@ static bool h_run(struct harness *h, bool (*done)(void *), void *arg, uint64_t m
             sr_engine_rx(h->eng[p->to], p->data, p->len, src, h->now);
             free(p);
         }
-        h_fence(NULL); /* the driver's flush at the end of its pass */
+        h_flush(h); /* the driver's flush at the end of its pass */
         for (int i = 0; i < H_NODES; i++)
             if (sr_engine_next_deadline(h->eng[i]) <= h->now)
                 sr_engine_advance(h->eng[i], h->now);

@@ -33,7 +33,22 @@ static const char *sr_test_ctx = ""; /* set per table row for messages */
         }                                                                                          \
     } while (0)
 
-#define SR_CHECK_MEM(a, b, n) SR_CHECK(memcmp((a), (b), (n)) == 0)
+/* Equal byte ranges; a failure names the first byte that differs. */
+#define SR_CHECK_MEM(a, b, n) sr_check_mem((a), (b), (n), __FILE__, __LINE__, #a, #b)
+
+static inline void sr_check_mem(const void *a, const void *b, size_t n, const char *file, int line,
+                                const char *an, const char *bn)
+{
+    const unsigned char *x = a, *y = b;
+    sr_test_checks++;
+    for (size_t i = 0; i < n; i++)
+        if (x[i] != y[i]) {
+            sr_test_failures++;
+            fprintf(stderr, "%s:%d: [%s] %s == %s (%zu bytes): byte %zu is 0x%02x, not 0x%02x\n",
+                    file, line, sr_test_ctx, an, bn, n, i, x[i], y[i]);
+            return;
+        }
+}
 
 #define SR_RUN(fn)                                                                                 \
     do {                                                                                           \
