@@ -13,9 +13,7 @@ uint64_t sr_qp_deadline(const struct sr_qp *qp)
     if (qp->zombie)
         return qp->zombie_until;
     uint64_t d = qp->req.rnr_wait ? qp->req.rnr_until : qp->comp.deadline;
-    if (qp->resp.ack_pending && qp->resp.ack_due < d)
-        d = qp->resp.ack_due;
-    return d;
+    return SR_MIN(d, sr_ack_deadline(&qp->resp.ack));
 }
 
 static bool outstanding(const struct sr_qp *qp)

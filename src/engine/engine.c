@@ -479,28 +479,20 @@ int sr_cq_req_notify(struct sr_cq *cq, bool solicited_only)
 
 void sr_engine_hold_acks(struct sr_engine *e, bool hold)
 {
-    enum { PASSIVE_ACK_DELAY_NS = 4000, REPLY_HOLD = 10 }; /* see sr_engine.h */
-    e->ack_delay_ns =
-        hold ? e->cfg.ack_delay_ns : SR_MIN(e->cfg.ack_delay_ns, PASSIVE_ACK_DELAY_NS);
-    e->ack_reply_delay_ns = hold ? REPLY_HOLD * e->cfg.ack_delay_ns : e->ack_delay_ns;
+    sr_ack_policy_set(&e->ack, e->cfg.ack_delay_ns, hold);
 }
 
 bool sr_engine_release_acks(struct sr_engine *e, uint64_t held_since)
 {
-    if (!e->acks_held)
+    if (!e->ack.held)
         return false;
     bool sent = false, left = false;
     for (struct sr_qp *qp = e->active; qp; qp = qp->active_next) {
-        if (!qp->resp.ack_pending)
-            continue;
-        if (qp->resp.ack_since <= held_since) {
-            sr_resp_ack_flush(qp);
-            sent = true;
-        } else {
-            left = true;
-        }
+        enum sr_ack_verdict v = sr_resp_ack(qp, SR_ACK_EV_IDLE, e->now_ns, held_since);
+        sent |= v == SR_ACK_SEND_NOW;
+        left |= v == SR_ACK_HOLD;
     }
-    e->acks_held = left;
+    e->ack.held = left; /* the next held ACK sets it again */
     return sent;
 }
 
@@ -800,8 +792,7 @@ void sr_engine_advance(struct sr_engine *e, uint64_t now_ns)
             continue;
         }
         if (d <= now_ns) {
-            if (qp->resp.ack_pending && qp->resp.ack_due <= now_ns)
-                sr_resp_ack_due(qp);
+            sr_resp_ack_first(qp, SR_ACK_EV_TIMER, now_ns);
             sr_comp_timer(qp, now_ns);
         }
         if (sr_qp_deadline(qp) == SR_NO_DEADLINE)

@@ -10,6 +10,7 @@
 #ifndef SR_ENGINE_INT_H
 #define SR_ENGINE_INT_H
 
+#include "ack.h"
 #include "sr_engine.h"
 #include "sr_util.h"
 
@@ -180,12 +181,9 @@ struct sr_qp {
         uint32_t epsn, msn;
         bool nak_sent; /* one PSN sequence NAK per gap (IBA 9.7.5.1.2) */
         /* A coalesced ACK held back (sr_engine_cfg.ack_delay_ns): it
-         * leaves with this QP's next request or response, or when due. */
-        bool ack_pending;
-        bool ack_rides; /* the last held ACK left with a request: replies follow */
-        bool ack_end;   /* the held ACK's hold began at the end of a message */
-        uint32_t ack_psn, ack_msn;
-        uint64_t ack_since, ack_due;
+         * leaves with this QP's next request or response, or when due
+         * (ack.c decides). */
+        struct sr_ack ack;
         /* multi-packet message in progress */
         uint8_t msg; /* 0 none, SR_OPF_SEND or SR_OPF_WRITE */
         bool have_rwqe;
@@ -230,10 +228,8 @@ struct sr_engine {
     struct sr_xrcd *xrcds;
     struct sr_srq **srq_by_num; /* index = srqn - 1 */
     uint32_t zombies;
-    bool fence_due;              /* queued READ response payload: fence before writing memory */
-    uint64_t ack_delay_ns;       /* in force now (sr_engine_hold_acks) */
-    uint64_t ack_reply_delay_ns; /* the same for a QP whose ACKs ride with replies */
-    bool acks_held;              /* a QP may hold an ACK (sr_engine_release_acks) */
+    bool fence_due;           /* queued READ response payload: fence before writing memory */
+    struct sr_ack_policy ack; /* hold delays in force (sr_engine_hold_acks) */
     /* The now_ns of the public call being handled (the latest one for
      * calls that take none): what sr_cq_push stamps completions with, so
      * that the modules that generate them need no time argument. */
@@ -339,14 +335,17 @@ void sr_resp_zombie_rx(struct sr_qp *qp, const struct sr_pkt *pkt, const uint8_t
                        uint64_t now_ns);
 void sr_resp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err, const uint8_t *src_gid,
                 uint64_t now_ns);
-/* Sends the ACK the responder holds back, if any (sr_engine_cfg.ack_delay_ns). */
-void sr_resp_ack_flush(struct sr_qp *qp);
-/* The QP sends a request: a held ACK rides with it, and the QP counts as
- * one whose ACKs are answered by replies (held longer from now on). */
-void sr_resp_ack_ride(struct sr_qp *qp);
-/* A held ACK is due: it leaves alone, and the QP's next one is held for
- * the ordinary delay. */
-void sr_resp_ack_due(struct sr_qp *qp);
+/* Carries out the acknowledgement policy's verdict on ev (ack.h) for qp:
+ * sends the ACK it says is owed now, if any. held_since: SR_ACK_EV_IDLE's. */
+enum sr_ack_verdict sr_resp_ack(struct sr_qp *qp, enum sr_ack_event ev, uint64_t now_ns,
+                                uint64_t held_since);
+/* The same, for the events on a path taken per packet: nothing to do
+ * unless an ACK is held. */
+static inline void sr_resp_ack_first(struct sr_qp *qp, enum sr_ack_event ev, uint64_t now_ns)
+{
+    if (sr_ack_held(&qp->resp.ack))
+        sr_resp_ack(qp, ev, now_ns, 0);
+}
 
 /* comp.c */
 void sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns);

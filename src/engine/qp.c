@@ -259,7 +259,7 @@ int sr_qp_destroy_linger(struct sr_qp *qp, uint64_t now_ns, uint64_t linger_ns)
         !heard)
         return sr_qp_destroy(qp);
     struct sr_engine *e = qp->eng;
-    sr_resp_ack_flush(qp);
+    sr_resp_ack_first(qp, SR_ACK_EV_RESPONSE, now_ns);
     qp_release_refs(qp);
     /* nothing of the requester survives: no completions, no sends */
     qp->sq_head = qp->sq_tail = qp->req.cur = 0;
@@ -523,9 +523,9 @@ void sr_qp_to_error(struct sr_qp *qp)
      * requester retries them until its retry count runs out. */
     if (qp->attr.qp_state == SR_QPS_RTS || qp->attr.qp_state == SR_QPS_RTR ||
         qp->attr.qp_state == SR_QPS_SQD)
-        sr_resp_ack_flush(qp);
+        sr_resp_ack_first(qp, SR_ACK_EV_RESPONSE, qp->eng->now_ns);
     qp->attr.qp_state = SR_QPS_ERR;
-    qp->resp.ack_pending = false; /* an errored QP sends nothing */
+    sr_resp_ack(qp, SR_ACK_EV_DROP, qp->eng->now_ns, 0); /* an errored QP sends nothing */
     while (qp->sq_head != qp->sq_tail) {
         struct sr_swqe *w = sr_sq_at(qp, qp->sq_head);
         if (w->state != SWQE_DONE || w->status == SR_WC_SUCCESS) {

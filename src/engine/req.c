@@ -256,14 +256,13 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
 
 /* Decided once per WQE, when it starts (a rewind keeps it).
  *
- * How often it asks for an ACK: every ACK_EVERY packets, and every
- * ACK_EVERY_TRAINS to a peer reached by trains (ops.tx_trains: UDP with
- * GSO, not a shared-memory peer) when the QP's timeout is long enough to
- * cover that many packets and a held ACK (LONG_TIMEOUT_NS); at most every
- * half window. Fewer ACKs inside a message made a ping-pong of 1 MiB
- * messages over UDP 20% faster (ib_write_lat and ib_send_lat typical;
- * ib_write_lat's 99th percentile 0.4 ms instead of 2.3), bandwidth the
- * same; through shared memory ib_send_bw 1 MiB lost 3..9% with them.
+ * How often it asks for an ACK: sr_ack_req_every (ack.h), more rarely to
+ * a peer reached by trains (ops.tx_trains: UDP with GSO, not a
+ * shared-memory peer): there fewer ACKs inside a message make a
+ * ping-pong of 1 MiB messages 20% faster (ib_write_lat and ib_send_lat
+ * typical; ib_write_lat's 99th percentile 0.4 ms instead of 2.3),
+ * bandwidth the same, while through shared memory they cost ib_send_bw
+ * 1 MiB 3..9%.
  *
  * Whether it goes as one WRITE ONLY per packet: an RC (or XRC) RDMA WRITE
  * of 2..ack_every packets to a peer reached by trains, whose FIRST would be
@@ -278,17 +277,14 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
  * around the hole. Each piece's RETH covers that piece: the responder
  * checks the R_Key per piece, and a range that goes bad partway writes the
  * pieces before it (an errored WRITE leaves its target undefined). */
-enum { ACK_EVERY = 32, ACK_EVERY_TRAINS = 256 };
-#define LONG_TIMEOUT_NS 16000000ull /* IBA timeout 12 (16.8 ms) and up */
 static void shape_wqe(const struct sr_qp *qp, struct sr_swqe *w)
 {
     const struct sr_engine_ops *ops = &qp->eng->cfg.ops;
     enum sr_wr_opcode op = w->wr.opcode;
     bool trains = w->npkts > 1 && sr_qp_reliable(qp) && !sr_wr_is_rd_atomic(op) && ops->tx_trains &&
                   ops->tx_trains(qp->eng->cfg.ops_ctx, qp->attr.dgid);
-    uint32_t every =
-        trains && sr_timeout_ns(qp->attr.timeout) >= LONG_TIMEOUT_NS ? ACK_EVERY_TRAINS : ACK_EVERY;
-    w->ack_every = SR_MAX(SR_MIN(every, qp->eng->cfg.window_pkts / 2), 1u);
+    w->ack_every =
+        sr_ack_req_every(trains, sr_timeout_ns(qp->attr.timeout), qp->eng->cfg.window_pkts);
     w->write_only =
         trains && op == SR_WR_RDMA_WRITE && w->npkts <= w->ack_every && !qp->eng->cfg.whole_writes;
     w->shaped = true;
@@ -384,7 +380,7 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
     if (!sr_qp_reliable(qp))
         return;
     if (sent)
-        sr_resp_ack_ride(qp); /* a held ACK travels with the requests */
+        sr_resp_ack_first(qp, SR_ACK_EV_REQUEST, now_ns); /* a held ACK travels with them */
     if (sent && qp->comp.deadline == SR_NO_DEADLINE)
         sr_comp_arm(qp, now_ns);
 }
