@@ -793,11 +793,25 @@ void sr_engine_advance(struct sr_engine *e, uint64_t now_ns)
         }
         if (d <= now_ns) {
             sr_resp_ack_first(qp, SR_ACK_EV_TIMER, now_ns);
-            sr_comp_timer(qp, now_ns);
+            sr_comp_apply(qp, sr_comp_timer(qp, now_ns), now_ns);
         }
         if (sr_qp_deadline(qp) == SR_NO_DEADLINE)
             deactivate(e, qp);
     }
+}
+
+void sr_comp_apply(struct sr_qp *qp, struct sr_comp_next n, uint64_t now_ns)
+{
+    if (n.act & SR_COMP_REWIND)
+        sr_req_rewind(qp, n.rewind_psn);
+    if (n.act & SR_COMP_ERROR) {
+        sr_qp_to_error(qp);
+        return; /* nothing more is sent; the timer goes with the QP */
+    }
+    if (n.act & SR_COMP_RESUME)
+        sr_req_run(qp, now_ns);
+    if (n.act & SR_COMP_ARM)
+        sr_comp_arm(qp, now_ns);
 }
 
 /* ---- receive dispatch ---- */
@@ -855,7 +869,7 @@ void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uin
             e->stats.rx_drop_malformed++;
             return;
         }
-        sr_comp_rx(qp, &pkt, now_ns);
+        sr_comp_apply(qp, sr_comp_rx(qp, &pkt, now_ns), now_ns);
     } else {
         sr_resp_rx(qp, &pkt, err < 0 ? err : 0, src_gid, now_ns);
     }

@@ -348,8 +348,23 @@ static inline void sr_resp_ack_first(struct sr_qp *qp, enum sr_ack_event ev, uin
 }
 
 /* comp.c */
-void sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns);
-void sr_comp_timer(struct sr_qp *qp, uint64_t now_ns);
+/* What the completer asks of the rest of the QP once it has consumed a
+ * response or a timer expiry: the completer's event to the requester.
+ * Applied by sr_comp_apply in this order: rewind, error, resume, arm. */
+enum sr_comp_act {
+    SR_COMP_REWIND = 1 << 0, /* go back to rewind_psn (go-back-N, IBA 9.7.5.2) */
+    SR_COMP_ERROR = 1 << 1,  /* a WQE failed: the QP enters Error (IBA 10.3.1.7) */
+    SR_COMP_RESUME = 1 << 2, /* run the requester: the window opened, or it resends */
+    SR_COMP_ARM = 1 << 3,    /* then restart the transport timer from now */
+};
+struct sr_comp_next {
+    uint8_t act; /* enum sr_comp_act bits */
+    uint32_t rewind_psn;
+};
+struct sr_comp_next sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns);
+struct sr_comp_next sr_comp_timer(struct sr_qp *qp, uint64_t now_ns);
+/* engine.c: the one place the completer's next step is carried out. */
+void sr_comp_apply(struct sr_qp *qp, struct sr_comp_next n, uint64_t now_ns);
 void sr_comp_arm(struct sr_qp *qp, uint64_t now_ns);
 uint64_t sr_qp_deadline(const struct sr_qp *qp);
 
