@@ -256,13 +256,13 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
 
 /* Decided once per WQE, when it starts (a rewind keeps it).
  *
+ * Both follow the transport option sr_engine_cfg.trains (sr_engine.h).
+ *
  * How often it asks for an ACK: sr_ack_req_every (ack.h), more rarely to
- * a peer reached by trains (ops.tx_trains: UDP with GSO, not a
- * shared-memory peer): there fewer ACKs inside a message make a
- * ping-pong of 1 MiB messages 20% faster (ib_write_lat and ib_send_lat
- * typical; ib_write_lat's 99th percentile 0.4 ms instead of 2.3),
- * bandwidth the same, while through shared memory they cost ib_send_bw
- * 1 MiB 3..9%.
+ * a peer reached by trains (UDP with GSO, not a shared-memory peer): there fewer ACKs inside a
+ * message make a ping-pong of 1 MiB messages 20% faster (ib_write_lat and ib_send_lat typical;
+ * ib_write_lat's 99th percentile 0.4 ms instead of 2.3), bandwidth the same, while through shared
+ * memory they cost ib_send_bw 1 MiB 3..9%.
  *
  * Whether it goes as one WRITE ONLY per packet: an RC (or XRC) RDMA WRITE
  * of 2..ack_every packets to a peer reached by trains, whose FIRST would be
@@ -279,14 +279,13 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
  * pieces before it (an errored WRITE leaves its target undefined). */
 static void shape_wqe(const struct sr_qp *qp, struct sr_swqe *w)
 {
-    const struct sr_engine_ops *ops = &qp->eng->cfg.ops;
+    const struct sr_engine_cfg *cfg = &qp->eng->cfg;
     enum sr_wr_opcode op = w->wr.opcode;
-    bool trains = w->npkts > 1 && sr_qp_reliable(qp) && !sr_wr_is_rd_atomic(op) && ops->tx_trains &&
-                  ops->tx_trains(qp->eng->cfg.ops_ctx, qp->attr.dgid);
-    w->ack_every =
-        sr_ack_req_every(trains, sr_timeout_ns(qp->attr.timeout), qp->eng->cfg.window_pkts);
+    bool trains = cfg->trains && w->npkts > 1 && sr_qp_reliable(qp) && !sr_wr_is_rd_atomic(op) &&
+                  (!cfg->trains_to || cfg->trains_to(cfg->ops_ctx, qp->attr.dgid));
+    w->ack_every = sr_ack_req_every(trains, sr_timeout_ns(qp->attr.timeout), cfg->window_pkts);
     w->write_only =
-        trains && op == SR_WR_RDMA_WRITE && w->npkts <= w->ack_every && !qp->eng->cfg.whole_writes;
+        trains && op == SR_WR_RDMA_WRITE && w->npkts <= w->ack_every && !cfg->whole_writes;
     w->shaped = true;
 }
 

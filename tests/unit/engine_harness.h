@@ -53,15 +53,10 @@ static uint64_t h_ack_delay_ns;
  * delivery step (a driver's flush at the end of its pass). */
 static bool h_defer;
 /* When set before h_init: the engines' peers are reached by trains
- * (sr_engine_ops.tx_trains), so long RC WRITEs go as WRITE ONLY packets. */
+ * (sr_engine_cfg.trains), so long RC WRITEs go as WRITE ONLY packets. */
 static bool h_trains;
 /* sr_engine_cfg.mem_ok of the engines h_init creates next */
 static bool (*h_mem_ok)(const void *addr, uint64_t len, bool write);
-static bool h_trains_yes(void *ctx, const uint8_t *dgid)
-{
-    (void)ctx, (void)dgid;
-    return true;
-}
 enum { H_DEFER_MAX = 256, H_DEFER_IOV = 4 };
 static struct h_deferred {
     struct harness *h;
@@ -193,14 +188,13 @@ static void h_init(struct harness *h, uint32_t window)
     for (int i = 0; i < H_NODES; i++) {
         h_ctx[i].h = h;
         h_ctx[i].id = i;
-        struct sr_engine_cfg cfg = {.ops = {.tx = h_tx,
-                                            .tx_fence = h_defer ? h_fence : NULL,
-                                            .async_event = h_async,
-                                            .tx_trains = h_trains ? h_trains_yes : NULL},
-                                    .ops_ctx = &h_ctx[i],
-                                    .window_pkts = window,
-                                    .ack_delay_ns = h_ack_delay_ns,
-                                    .mem_ok = h_mem_ok};
+        struct sr_engine_cfg cfg = {
+            .ops = {.tx = h_tx, .tx_fence = h_defer ? h_fence : NULL, .async_event = h_async},
+            .ops_ctx = &h_ctx[i],
+            .trains = h_trains,
+            .window_pkts = window,
+            .ack_delay_ns = h_ack_delay_ns,
+            .mem_ok = h_mem_ok};
         h_gid(cfg.gid, i);
         SR_CHECK_EQ(sr_engine_create(&cfg, &h->eng[i]), 0);
     }
