@@ -75,7 +75,7 @@ static void want_rewind(struct sr_comp_next *n, uint32_t psn)
 }
 
 /* A WQE failed: it completes with st, the QP enters Error and the rest
- * flushes (IBA 10.8.3.?, 11.6.2). */
+ * flushes (IBA 10.3.1.7, 11.6.2). */
 static void fail_wqe(struct sr_qp *qp, struct sr_swqe *w, enum sr_wc_status st,
                      struct sr_comp_next *n)
 {

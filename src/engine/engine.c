@@ -204,7 +204,7 @@ int sr_mr_reg(struct sr_pd *pd, void *addr, size_t length, uint64_t iova, uint32
 int sr_mr_rereg(struct sr_mr *mr, struct sr_pd *pd, void *addr, size_t length, uint64_t iova,
                 uint32_t access)
 {
-    /* the same rules as a registration (IBA 10.6.3.1, 11.2.8.?), checked
+    /* the same rules as a registration (IBA 10.6.3.1, 11.2.8), checked
      * before anything changes: a refused rereg leaves the MR as it was */
     if ((access & (SR_ACCESS_REMOTE_WRITE | SR_ACCESS_REMOTE_ATOMIC)) &&
         !(access & SR_ACCESS_LOCAL_WRITE))
@@ -687,7 +687,7 @@ void *sr_srq_user(const struct sr_srq *srq)
 
 void sr_srq_check_limit(struct sr_srq *srq)
 {
-    /* IBA 10.2.9.?: the limit event fires once, then the limit disarms. */
+    /* IBA 10.2.9: the limit event fires once, then the limit disarms. */
     if (srq->limit && srq->rq.count < srq->limit) {
         srq->limit = 0;
         struct sr_engine *e = srq->pd->eng;
@@ -827,7 +827,7 @@ void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uin
     }
     struct sr_qp *qp = sr_qp_lookup(e, sr_get_be24(buf + 5));
     if (!qp || qp->attr.qp_state < SR_QPS_RTR || qp->attr.qp_state == SR_QPS_ERR) {
-        /* IBA 9.6.1.?: packets to a nonexistent or not-ready QP are dropped. */
+        /* IBA 9.6: packets to a nonexistent or not-ready QP are dropped. */
         e->stats.rx_drop_no_qp++;
         return;
     }

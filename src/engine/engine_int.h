@@ -124,8 +124,8 @@ struct sr_swqe {
     uint16_t ack_every; /* ACK requested every that many packets, and on the last */
 };
 
-/* Responder replay state for READ and atomic requests (IBA 9.7.5.1.4 /
- * C9-?: a duplicate READ is re-executed, a duplicate atomic is answered
+/* Responder replay state for READ and atomic requests (IBA 9.7.5.1.4:
+ * a duplicate READ is re-executed, a duplicate atomic is answered
  * from the saved result and never executed twice). */
 struct sr_replay {
     bool valid;
@@ -258,7 +258,7 @@ int sr_rq_init(struct sr_rq *rq, uint32_t max_wr, uint32_t max_sge, const struct
 void sr_rq_fini(struct sr_rq *rq);
 struct sr_mr *sr_mr_lookup(struct sr_engine *e, uint32_t key);
 /* Protection check of [va, va+len) under key for pd with the access bits
- * needed; returns the host pointer or NULL (IBA 9.7.5.1.? / 10.6.3). */
+ * needed; returns the host pointer or NULL (IBA 9.7.5.1, 10.6.3). */
 uint8_t *sr_mr_check(struct sr_engine *e, struct sr_pd *pd, uint32_t key, uint64_t va, uint64_t len,
                      uint32_t access);
 /* The responder's R_Key check: rkey names a region (sr_mr_check), or a

@@ -543,7 +543,7 @@ void sr_qp_to_error(struct sr_qp *qp)
     flush_rq(qp);
     if (qp->srq) {
         struct sr_engine *e = qp->eng;
-        if (e->cfg.ops.async_event) /* IBA 11.6.3.?: last WQE reached on an SRQ QP */
+        if (e->cfg.ops.async_event) /* IBA 11.6.3.1: last WQE reached on an SRQ QP */
             e->cfg.ops.async_event(e->cfg.ops_ctx, SR_EVENT_QP_LAST_WQE_REACHED, qp);
     }
 }
@@ -790,7 +790,7 @@ int sr_qp_post_send(struct sr_qp *qp, const struct sr_send_wr *wr, uint64_t now_
     w->signaled = qp->sq_sig_all || (wr->send_flags & SR_SEND_SIGNALED);
     w->total_len = total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
     if (is_inline) {
-        /* IBA 10.8.2.?: inline data is captured at post time; the buffer
+        /* IBA 11.4.1.1: inline data is captured at post time; the buffer
          * may be reused as soon as post returns. No lkey is involved. */
         uint32_t off = 0;
         for (uint32_t i = 0; i < wr->num_sge; i++) {

@@ -276,7 +276,7 @@ static enum resp_state duplicate(struct resp_ctx *c)
     const struct sr_pkt *pkt = c->pkt;
     qp->eng->stats.rx_duplicate++;
     if (op_is(c, SR_OPF_READ_REQ)) {
-        /* IBA 9.7.5.1.4 (C9-?): a duplicate READ is executed again, from
+        /* IBA 9.7.5.1.4: a duplicate READ is executed again, from
          * the PSN it carries, if it lies in a READ we answered. */
         struct sr_replay *r = replay_find(qp, pkt->bth.psn, false);
         if (!r)
@@ -330,14 +330,16 @@ static enum resp_state check_op_valid(struct resp_ctx *c)
     if (c->decode_err)
         return RS_ERR_INV_REQ; /* payload over PMTU, or FIRST/MIDDLE not one PMTU */
     /* XRC: the XRCETH must name an XRC SRQ of the target's domain; its PD
-     * guards memory and it supplies receive WQEs (XRC annex, C14-?). */
+     * guards memory and it supplies receive WQEs (IBA Annex A14, XRC). */
     if (c->qp->type == SR_QPT_XRC_RECV) {
         if (!c->xsrq)
             return RS_ERR_INV_REQ;
         c->pd = c->xsrq->pd;
     }
-    /* IBA 10.2.?: the QP must be enabled for the remote operation. */
-    /* ATOMIC WRITE needs remote write access, as rxe checks it. */
+    /* The QP must be enabled for the remote operation (its remote access
+     * flags, a Modify QP attribute: IBA 11.2.5), else the request gets a
+     * Remote Access Error NAK (IBA 9.7.5.1). ATOMIC WRITE needs remote
+     * write access, as rxe checks it. */
     if (op_is(c, SR_OPF_WRITE | SR_OPF_ATOMIC_WRITE) && !(acc & SR_ACCESS_REMOTE_WRITE))
         return RS_ERR_ACCESS;
     if (op_is(c, SR_OPF_READ_REQ) && !(acc & SR_ACCESS_REMOTE_READ))
@@ -378,7 +380,7 @@ static enum resp_state check_length(struct resp_ctx *c)
                 return RS_ERR_INV_REQ;
         } else if (op_is(c, SR_OPF_LAST) ? pkt->payload_len != qp->resp.write_left
                                          : pkt->payload_len >= qp->resp.write_left) {
-            return RS_ERR_INV_REQ; /* IBA 9.7.5.1.?: length must match the RETH */
+            return RS_ERR_INV_REQ; /* IBA 9.7.5.1: length must match the RETH */
         }
     } else if (op_is(c, SR_OPF_READ_REQ)) {
         if (pkt->reth.dma_len > SR_MAX_MSG_LEN)
@@ -425,7 +427,7 @@ static enum resp_state check_rkey(struct resp_ctx *c)
                 return RS_ERR_ACCESS;
         }
     } else if (op_is(c, SR_OPF_ATOMIC)) {
-        if (pkt->atomic.va & 7) /* IBA 9.4.5 (C9-?): atomics are 8-byte aligned */
+        if (pkt->atomic.va & 7) /* IBA 9.4.5: atomics are 8-byte aligned */
             return RS_ERR_INV_REQ;
         c->target = sr_rkey_check(qp->eng, qp, c->pd, pkt->atomic.rkey, pkt->atomic.va, 8,
                                   SR_ACCESS_REMOTE_ATOMIC);
@@ -676,7 +678,7 @@ static void rc_rx(struct resp_ctx *c)
     }
 }
 
-/* UC (IBA 9.8.?): no acknowledgements; a gap or any error drops the rest
+/* UC (IBA 9.8): no acknowledgements; a gap or any error drops the rest
  * of the message silently, and the next FIRST/ONLY starts afresh. */
 static void uc_abandon(struct sr_qp *qp)
 {
@@ -767,7 +769,7 @@ static void ud_rx(struct resp_ctx *c)
         e->stats.rx_drop_malformed++;
         return;
     }
-    /* IBA 10.2.4.?: a Q_Key mismatch drops the packet silently. */
+    /* IBA 10.2.4: a Q_Key mismatch drops the packet silently. */
     if (pkt->deth.qkey != qp->attr.qkey) {
         e->stats.rx_drop_qkey++;
         return;
