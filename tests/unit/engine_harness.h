@@ -55,6 +55,9 @@ static bool h_defer;
 /* When set before h_init: the engines' peers are reached by trains
  * (sr_engine_cfg.trains), so long RC WRITEs go as WRITE ONLY packets. */
 static bool h_trains;
+/* sr_engine_cfg.trains_to and .whole_writes of the engines h_init creates next */
+static bool (*h_trains_to)(void *ctx, const uint8_t *dgid);
+static bool h_whole_writes;
 /* sr_engine_cfg.mem_ok of the engines h_init creates next */
 static bool (*h_mem_ok)(const void *addr, uint64_t len, bool write);
 enum { H_DEFER_MAX = 256, H_DEFER_IOV = 4 };
@@ -192,6 +195,8 @@ static void h_init(struct harness *h, uint32_t window)
             .ops = {.tx = h_tx, .tx_fence = h_defer ? h_fence : NULL, .async_event = h_async},
             .ops_ctx = &h_ctx[i],
             .trains = h_trains,
+            .trains_to = h_trains_to,
+            .whole_writes = h_whole_writes,
             .window_pkts = window,
             .ack_delay_ns = h_ack_delay_ns,
             .mem_ok = h_mem_ok};
