@@ -1,11 +1,15 @@
 /* engine_int.h: the engine's internal objects, shared by its modules:
  *   engine.c  device, PDs, MRs (key table, protection checks), CQs, SRQs,
- *             receive dispatch, timers, packet output
+ *             receive dispatch, timers, packet output, and carrying out
+ *             the completer's next step (sr_comp_apply)
  *   qp.c      QP objects, the state machine (modify/query), posting,
  *             completion and flushing
  *   req.c     requester: work requests -> request packets
  *   resp.c    responder: request packets -> execution, ACK/NAK, responses
- *   comp.c    completer: ACK/NAK/responses -> completions, retry timers
+ *   comp.c    completer: ACK/NAK/responses -> completions, retry timers,
+ *             and what the requester must do next (struct sr_comp_next)
+ *   ack.c     acknowledgement policy: when the responder's ACKs leave,
+ *             how often the requester asks for them (ack.h)
  * Nothing here is visible outside src/engine. */
 #ifndef SR_ENGINE_INT_H
 #define SR_ENGINE_INT_H
