@@ -409,7 +409,8 @@ void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uin
  * answers, and at most a quarter of its retransmission timeout), or, while
  * nobody on this side is going to post a reply (a passive target), at
  * most 4 us: enough to coalesce a stream's ACKs, short for a peer that
- * waits for each completion. */
+ * waits for each completion. The policy and its constants live in
+ * src/engine/ack.h. */
 void sr_engine_hold_acks(struct sr_engine *e, bool hold);
 /* Sends now the ACKs held back since held_since or earlier (UINT64_MAX:
  * all), when no reply is coming for them soon: the application is about
