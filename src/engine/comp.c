@@ -5,7 +5,12 @@
  *
  * comp.psn is the oldest PSN not yet acknowledged: everything before it is
  * done. Responses outside [comp.psn, req.max_sent) are stale or forged and
- * are dropped. */
+ * are dropped.
+ *
+ * The completer never runs the requester itself: what the requester must
+ * do next (rewind, resume, error the QP, restart the timer) is returned
+ * as a struct sr_comp_next, which the engine applies once
+ * (sr_comp_apply). */
 #include "engine_int.h"
 
 uint64_t sr_qp_deadline(const struct sr_qp *qp)
@@ -13,9 +18,7 @@ uint64_t sr_qp_deadline(const struct sr_qp *qp)
     if (qp->zombie)
         return qp->zombie_until;
     uint64_t d = qp->req.rnr_wait ? qp->req.rnr_until : qp->comp.deadline;
-    if (qp->resp.ack_pending && qp->resp.ack_due < d)
-        d = qp->resp.ack_due;
-    return d;
+    return SR_MIN(d, sr_ack_deadline(&qp->resp.ack));
 }
 
 static bool outstanding(const struct sr_qp *qp)
@@ -65,9 +68,16 @@ static void wqe_done(struct sr_qp *qp, struct sr_swqe *w, enum sr_wc_status st)
         qp->req.rd_atomic--;
 }
 
+static void want_rewind(struct sr_comp_next *n, uint32_t psn)
+{
+    n->act |= SR_COMP_REWIND;
+    n->rewind_psn = psn; /* a later rewind replaces an earlier one */
+}
+
 /* A WQE failed: it completes with st, the QP enters Error and the rest
- * flushes (IBA 10.8.3.?, 11.6.2). */
-static void fail_wqe(struct sr_qp *qp, struct sr_swqe *w, enum sr_wc_status st)
+ * flushes (IBA 10.3.1.7, 11.6.2). */
+static void fail_wqe(struct sr_qp *qp, struct sr_swqe *w, enum sr_wc_status st,
+                     struct sr_comp_next *n)
 {
     /* Everything before w was acknowledged by the failing response. */
     for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
@@ -79,7 +89,7 @@ static void fail_wqe(struct sr_qp *qp, struct sr_swqe *w, enum sr_wc_status st)
     }
     wqe_done(qp, w, st);
     sr_qp_retire(qp);
-    sr_qp_to_error(qp);
+    n->act |= SR_COMP_ERROR;
 }
 
 /* Progress made: the retry counters start over (IBA 9.7.6.1.3) and the
@@ -95,7 +105,7 @@ static void progress(struct sr_qp *qp, uint64_t now_ns)
 /* Acknowledge every PSN up to and including psn (coalesced ACK). Stops at a
  * READ or atomic that has not been answered: an ACK beyond it means its
  * responses were lost, so it is asked for again. Returns true on progress. */
-static bool ack_through(struct sr_qp *qp, uint32_t psn)
+static bool ack_through(struct sr_qp *qp, uint32_t psn, struct sr_comp_next *n)
 {
     bool moved = false;
     for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
@@ -109,7 +119,7 @@ static bool ack_through(struct sr_qp *qp, uint32_t psn)
             if (!qp->comp.read_retry || qp->comp.read_retry_psn != qp->comp.psn) {
                 qp->comp.read_retry = true;
                 qp->comp.read_retry_psn = qp->comp.psn;
-                sr_req_rewind(qp, qp->comp.psn);
+                want_rewind(n, qp->comp.psn);
             }
             break;
         }
@@ -130,7 +140,8 @@ static bool ack_through(struct sr_qp *qp, uint32_t psn)
     return moved;
 }
 
-static void handle_read_resp(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns)
+static void handle_read_resp(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns,
+                             struct sr_comp_next *n)
 {
     struct sr_engine *e = qp->eng;
     uint32_t psn = pkt->bth.psn;
@@ -143,7 +154,7 @@ static void handle_read_resp(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_
      * request (IBA 9.7.5.1.5). */
     bool moved = false;
     if (sr_psn_lt(qp->comp.psn, w->first_psn))
-        moved = ack_through(qp, sr_psn_add(w->first_psn, SR_PSN_MASK));
+        moved = ack_through(qp, sr_psn_add(w->first_psn, SR_PSN_MASK), n);
     if (psn != qp->comp.psn) {
         /* Earlier responses of this READ are missing: ask again from the
          * first missing one, once per gap. */
@@ -151,13 +162,13 @@ static void handle_read_resp(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_
             (!qp->comp.read_retry || qp->comp.read_retry_psn != qp->comp.psn)) {
             qp->comp.read_retry = true;
             qp->comp.read_retry_psn = qp->comp.psn;
-            sr_req_rewind(qp, qp->comp.psn);
-            sr_req_run(qp, now_ns);
+            want_rewind(n, qp->comp.psn);
+            n->act |= SR_COMP_RESUME;
         }
         e->stats.rx_drop_other++;
         if (moved) {
             progress(qp, now_ns);
-            sr_req_run(qp, now_ns);
+            n->act |= SR_COMP_RESUME;
         }
         return;
     }
@@ -183,7 +194,7 @@ static void handle_read_resp(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_
     }
     if (!sr_sge_scatter(e, qp->pd, w->wr.sg_list, w->wr.num_sge, off, pkt->payload,
                         pkt->payload_len)) {
-        fail_wqe(qp, w, SR_WC_LOC_PROT_ERR);
+        fail_wqe(qp, w, SR_WC_LOC_PROT_ERR, n);
         return;
     }
     qp->comp.psn = sr_psn_add(psn, 1);
@@ -191,10 +202,11 @@ static void handle_read_resp(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_
     if (idx == w->npkts - 1)
         wqe_done(qp, w, SR_WC_SUCCESS);
     progress(qp, now_ns);
-    sr_req_run(qp, now_ns);
+    n->act |= SR_COMP_RESUME;
 }
 
-static void handle_atomic_ack(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns)
+static void handle_atomic_ack(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns,
+                              struct sr_comp_next *n)
 {
     struct sr_engine *e = qp->eng;
     uint32_t psn = pkt->bth.psn;
@@ -206,7 +218,7 @@ static void handle_atomic_ack(struct sr_qp *qp, const struct sr_pkt *pkt, uint64
         return;
     }
     if (sr_psn_lt(qp->comp.psn, w->first_psn))
-        ack_through(qp, sr_psn_add(w->first_psn, SR_PSN_MASK));
+        ack_through(qp, sr_psn_add(w->first_psn, SR_PSN_MASK), n);
     if (qp->comp.psn != psn) {
         e->stats.rx_drop_other++;
         return;
@@ -214,14 +226,14 @@ static void handle_atomic_ack(struct sr_qp *qp, const struct sr_pkt *pkt, uint64
     uint8_t orig[8];
     memcpy(orig, &pkt->atomic_orig, 8); /* host order, as the local buffer holds it */
     if (!sr_sge_scatter(e, qp->pd, w->wr.sg_list, 1, 0, orig, 8)) {
-        fail_wqe(qp, w, SR_WC_LOC_PROT_ERR);
+        fail_wqe(qp, w, SR_WC_LOC_PROT_ERR, n);
         return;
     }
     qp->comp.psn = sr_psn_add(psn, 1);
     qp->comp.read_retry = false;
     wqe_done(qp, w, SR_WC_SUCCESS);
     progress(qp, now_ns);
-    sr_req_run(qp, now_ns);
+    n->act |= SR_COMP_RESUME;
 }
 
 static enum sr_wc_status nak_status(uint8_t code)
@@ -236,34 +248,35 @@ static enum sr_wc_status nak_status(uint8_t code)
     }
 }
 
-static void handle_ack(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns)
+static void handle_ack(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns,
+                       struct sr_comp_next *n)
 {
     struct sr_engine *e = qp->eng;
     uint32_t psn = pkt->bth.psn;
     uint8_t syn = pkt->aeth.syndrome;
     switch (SR_AETH_TYPE(syn)) {
     case SR_AETH_ACK:
-        if (ack_through(qp, psn))
+        if (ack_through(qp, psn, n))
             progress(qp, now_ns);
-        sr_req_run(qp, now_ns);
+        n->act |= SR_COMP_RESUME;
         return;
     case SR_AETH_RNR_NAK: {
         e->stats.rnr_naks_rcvd++;
         /* The NAK acknowledges everything before its PSN (IBA 9.7.5.2.8). */
-        ack_through(qp, sr_psn_add(psn, SR_PSN_MASK));
+        ack_through(qp, sr_psn_add(psn, SR_PSN_MASK), n);
         sr_qp_retire(qp);
         struct sr_swqe *w = wqe_of_psn(qp, psn);
         if (!w)
             return;
         if (qp->comp.rnr_left == 0) {
-            fail_wqe(qp, w, SR_WC_RNR_RETRY_EXC_ERR);
+            fail_wqe(qp, w, SR_WC_RNR_RETRY_EXC_ERR, n);
             return;
         }
         if (qp->comp.rnr_left != 7) /* 7 = retry forever */
             qp->comp.rnr_left--;
         qp->req.rnr_wait = true;
         qp->req.rnr_until = now_ns + sr_rnr_timer_ns(SR_AETH_VALUE(syn));
-        sr_req_rewind(qp, psn);
+        want_rewind(n, psn); /* resumed by the RNR timer (sr_comp_timer) */
         qp->comp.deadline = SR_NO_DEADLINE;
         sr_engine_activate(e, qp);
         return;
@@ -281,31 +294,32 @@ static void handle_ack(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_
          * Only timer expiries consume retry_cnt (a NAK proves progress is
          * possible; counting NAKs would fail long transfers under loss). */
         e->stats.seq_naks_rcvd++;
-        if (ack_through(qp, sr_psn_add(psn, SR_PSN_MASK)))
+        if (ack_through(qp, sr_psn_add(psn, SR_PSN_MASK), n))
             progress(qp, now_ns);
-        sr_req_rewind(qp, psn);
-        sr_req_run(qp, now_ns);
+        want_rewind(n, psn);
+        n->act |= SR_COMP_RESUME;
         return;
     }
     e->stats.err_naks_rcvd++;
-    ack_through(qp, sr_psn_add(psn, SR_PSN_MASK));
+    ack_through(qp, sr_psn_add(psn, SR_PSN_MASK), n);
     struct sr_swqe *w = wqe_of_psn(qp, psn);
     if (!w)
         w = first_pending(qp);
     if (w)
-        fail_wqe(qp, w, nak_status(code));
+        fail_wqe(qp, w, nak_status(code), n);
 }
 
-void sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns)
+struct sr_comp_next sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns)
 {
     struct sr_engine *e = qp->eng;
+    struct sr_comp_next n = {0};
     if (qp->type != SR_QPT_RC && qp->type != SR_QPT_XRC_SEND) {
         e->stats.rx_drop_other++;
-        return;
+        return n;
     }
     if (qp->attr.qp_state < SR_QPS_RTS) {
         e->stats.rx_drop_other++;
-        return;
+        return n;
     }
     /* Only responses to PSNs we sent and have not seen answered count. An
      * ACK may repeat the last acknowledged PSN (comp.psn - 1). */
@@ -314,53 +328,55 @@ void sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns)
     if (ahead < -1 || !sr_psn_lt(psn, qp->req.max_sent) ||
         (ahead == -1 && SR_OPCODE_OP(pkt->bth.opcode) != SR_OP_ACK)) {
         e->stats.rx_drop_other++;
-        return;
+        return n;
     }
     switch (SR_OPCODE_OP(pkt->bth.opcode)) {
     case SR_OP_ACK:
         if (ahead == -1 && SR_AETH_TYPE(pkt->aeth.syndrome) == SR_AETH_ACK) {
             e->stats.rx_drop_other++; /* duplicate ACK: nothing new */
-            return;
+            return n;
         }
-        handle_ack(qp, pkt, now_ns);
+        handle_ack(qp, pkt, now_ns, &n);
         break;
     case SR_OP_ATOMIC_ACK:
-        handle_atomic_ack(qp, pkt, now_ns);
+        handle_atomic_ack(qp, pkt, now_ns, &n);
         break;
     default:
-        handle_read_resp(qp, pkt, now_ns);
+        handle_read_resp(qp, pkt, now_ns, &n);
         break;
     }
+    return n;
 }
 
-void sr_comp_timer(struct sr_qp *qp, uint64_t now_ns)
+struct sr_comp_next sr_comp_timer(struct sr_qp *qp, uint64_t now_ns)
 {
     struct sr_engine *e = qp->eng;
+    struct sr_comp_next n = {0};
     if (qp->req.rnr_wait) {
         if (now_ns < qp->req.rnr_until)
-            return;
+            return n;
         qp->req.rnr_wait = false;
-        sr_req_run(qp, now_ns);
-        sr_comp_arm(qp, now_ns);
-        return;
+        n.act = SR_COMP_RESUME | SR_COMP_ARM;
+        return n;
     }
     if (qp->comp.deadline > now_ns)
-        return;
+        return n;
     if (!outstanding(qp)) {
         qp->comp.deadline = SR_NO_DEADLINE;
-        return;
+        return n;
     }
     e->stats.timeouts++;
     if (qp->comp.retry_left == 0) {
         struct sr_swqe *w = first_pending(qp);
         qp->comp.deadline = SR_NO_DEADLINE;
         if (w)
-            fail_wqe(qp, w, SR_WC_RETRY_EXC_ERR);
-        return;
+            fail_wqe(qp, w, SR_WC_RETRY_EXC_ERR, &n);
+        return n;
     }
     qp->comp.retry_left--;
     qp->comp.read_retry = false;
-    sr_req_rewind(qp, qp->comp.psn);
+    want_rewind(&n, qp->comp.psn);
+    n.act |= SR_COMP_RESUME;
     qp->comp.deadline = now_ns + sr_timeout_ns(qp->attr.timeout);
-    sr_req_run(qp, now_ns);
+    return n;
 }

@@ -204,7 +204,7 @@ int sr_mr_reg(struct sr_pd *pd, void *addr, size_t length, uint64_t iova, uint32
 int sr_mr_rereg(struct sr_mr *mr, struct sr_pd *pd, void *addr, size_t length, uint64_t iova,
                 uint32_t access)
 {
-    /* the same rules as a registration (IBA 10.6.3.1, 11.2.8.?), checked
+    /* the same rules as a registration (IBA 10.6.3.1, 11.2.8), checked
      * before anything changes: a refused rereg leaves the MR as it was */
     if ((access & (SR_ACCESS_REMOTE_WRITE | SR_ACCESS_REMOTE_ATOMIC)) &&
         !(access & SR_ACCESS_LOCAL_WRITE))
@@ -479,28 +479,20 @@ int sr_cq_req_notify(struct sr_cq *cq, bool solicited_only)
 
 void sr_engine_hold_acks(struct sr_engine *e, bool hold)
 {
-    enum { PASSIVE_ACK_DELAY_NS = 4000, REPLY_HOLD = 10 }; /* see sr_engine.h */
-    e->ack_delay_ns =
-        hold ? e->cfg.ack_delay_ns : SR_MIN(e->cfg.ack_delay_ns, PASSIVE_ACK_DELAY_NS);
-    e->ack_reply_delay_ns = hold ? REPLY_HOLD * e->cfg.ack_delay_ns : e->ack_delay_ns;
+    sr_ack_policy_set(&e->ack, e->cfg.ack_delay_ns, hold);
 }
 
 bool sr_engine_release_acks(struct sr_engine *e, uint64_t held_since)
 {
-    if (!e->acks_held)
+    if (!e->ack.held)
         return false;
     bool sent = false, left = false;
     for (struct sr_qp *qp = e->active; qp; qp = qp->active_next) {
-        if (!qp->resp.ack_pending)
-            continue;
-        if (qp->resp.ack_since <= held_since) {
-            sr_resp_ack_flush(qp);
-            sent = true;
-        } else {
-            left = true;
-        }
+        enum sr_ack_verdict v = sr_resp_ack(qp, SR_ACK_EV_IDLE, e->now_ns, held_since);
+        sent |= v == SR_ACK_SEND_NOW;
+        left |= v == SR_ACK_HOLD;
     }
-    e->acks_held = left;
+    e->ack.held = left; /* the next held ACK sets it again */
     return sent;
 }
 
@@ -695,7 +687,7 @@ void *sr_srq_user(const struct sr_srq *srq)
 
 void sr_srq_check_limit(struct sr_srq *srq)
 {
-    /* IBA 10.2.9.?: the limit event fires once, then the limit disarms. */
+    /* IBA 10.2.9: the limit event fires once, then the limit disarms. */
     if (srq->limit && srq->rq.count < srq->limit) {
         srq->limit = 0;
         struct sr_engine *e = srq->pd->eng;
@@ -800,13 +792,26 @@ void sr_engine_advance(struct sr_engine *e, uint64_t now_ns)
             continue;
         }
         if (d <= now_ns) {
-            if (qp->resp.ack_pending && qp->resp.ack_due <= now_ns)
-                sr_resp_ack_due(qp);
-            sr_comp_timer(qp, now_ns);
+            sr_resp_ack_first(qp, SR_ACK_EV_TIMER, now_ns);
+            sr_comp_apply(qp, sr_comp_timer(qp, now_ns), now_ns);
         }
         if (sr_qp_deadline(qp) == SR_NO_DEADLINE)
             deactivate(e, qp);
     }
+}
+
+void sr_comp_apply(struct sr_qp *qp, struct sr_comp_next n, uint64_t now_ns)
+{
+    if (n.act & SR_COMP_REWIND)
+        sr_req_rewind(qp, n.rewind_psn);
+    if (n.act & SR_COMP_ERROR) {
+        sr_qp_to_error(qp);
+        return; /* nothing more is sent; the timer goes with the QP */
+    }
+    if (n.act & SR_COMP_RESUME)
+        sr_req_run(qp, now_ns);
+    if (n.act & SR_COMP_ARM)
+        sr_comp_arm(qp, now_ns);
 }
 
 /* ---- receive dispatch ---- */
@@ -822,7 +827,7 @@ void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uin
     }
     struct sr_qp *qp = sr_qp_lookup(e, sr_get_be24(buf + 5));
     if (!qp || qp->attr.qp_state < SR_QPS_RTR || qp->attr.qp_state == SR_QPS_ERR) {
-        /* IBA 9.6.1.?: packets to a nonexistent or not-ready QP are dropped. */
+        /* IBA 9.6: packets to a nonexistent or not-ready QP are dropped. */
         e->stats.rx_drop_no_qp++;
         return;
     }
@@ -864,7 +869,7 @@ void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uin
             e->stats.rx_drop_malformed++;
             return;
         }
-        sr_comp_rx(qp, &pkt, now_ns);
+        sr_comp_apply(qp, sr_comp_rx(qp, &pkt, now_ns), now_ns);
     } else {
         sr_resp_rx(qp, &pkt, err < 0 ? err : 0, src_gid, now_ns);
     }

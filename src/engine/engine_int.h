@@ -1,15 +1,20 @@
 /* engine_int.h: the engine's internal objects, shared by its modules:
  *   engine.c  device, PDs, MRs (key table, protection checks), CQs, SRQs,
- *             receive dispatch, timers, packet output
+ *             receive dispatch, timers, packet output, and carrying out
+ *             the completer's next step (sr_comp_apply)
  *   qp.c      QP objects, the state machine (modify/query), posting,
  *             completion and flushing
  *   req.c     requester: work requests -> request packets
  *   resp.c    responder: request packets -> execution, ACK/NAK, responses
- *   comp.c    completer: ACK/NAK/responses -> completions, retry timers
+ *   comp.c    completer: ACK/NAK/responses -> completions, retry timers,
+ *             and what the requester must do next (struct sr_comp_next)
+ *   ack.c     acknowledgement policy: when the responder's ACKs leave,
+ *             how often the requester asks for them (ack.h)
  * Nothing here is visible outside src/engine. */
 #ifndef SR_ENGINE_INT_H
 #define SR_ENGINE_INT_H
 
+#include "ack.h"
 #include "sr_engine.h"
 #include "sr_util.h"
 
@@ -123,8 +128,8 @@ struct sr_swqe {
     uint16_t ack_every; /* ACK requested every that many packets, and on the last */
 };
 
-/* Responder replay state for READ and atomic requests (IBA 9.7.5.1.4 /
- * C9-?: a duplicate READ is re-executed, a duplicate atomic is answered
+/* Responder replay state for READ and atomic requests (IBA 9.7.5.1.4:
+ * a duplicate READ is re-executed, a duplicate atomic is answered
  * from the saved result and never executed twice). */
 struct sr_replay {
     bool valid;
@@ -180,12 +185,9 @@ struct sr_qp {
         uint32_t epsn, msn;
         bool nak_sent; /* one PSN sequence NAK per gap (IBA 9.7.5.1.2) */
         /* A coalesced ACK held back (sr_engine_cfg.ack_delay_ns): it
-         * leaves with this QP's next request or response, or when due. */
-        bool ack_pending;
-        bool ack_rides; /* the last held ACK left with a request: replies follow */
-        bool ack_end;   /* the held ACK's hold began at the end of a message */
-        uint32_t ack_psn, ack_msn;
-        uint64_t ack_since, ack_due;
+         * leaves with this QP's next request or response, or when due
+         * (ack.c decides). */
+        struct sr_ack ack;
         /* multi-packet message in progress */
         uint8_t msg; /* 0 none, SR_OPF_SEND or SR_OPF_WRITE */
         bool have_rwqe;
@@ -230,10 +232,8 @@ struct sr_engine {
     struct sr_xrcd *xrcds;
     struct sr_srq **srq_by_num; /* index = srqn - 1 */
     uint32_t zombies;
-    bool fence_due;              /* queued READ response payload: fence before writing memory */
-    uint64_t ack_delay_ns;       /* in force now (sr_engine_hold_acks) */
-    uint64_t ack_reply_delay_ns; /* the same for a QP whose ACKs ride with replies */
-    bool acks_held;              /* a QP may hold an ACK (sr_engine_release_acks) */
+    bool fence_due;           /* queued READ response payload: fence before writing memory */
+    struct sr_ack_policy ack; /* hold delays in force (sr_engine_hold_acks) */
     /* The now_ns of the public call being handled (the latest one for
      * calls that take none): what sr_cq_push stamps completions with, so
      * that the modules that generate them need no time argument. */
@@ -262,7 +262,7 @@ int sr_rq_init(struct sr_rq *rq, uint32_t max_wr, uint32_t max_sge, const struct
 void sr_rq_fini(struct sr_rq *rq);
 struct sr_mr *sr_mr_lookup(struct sr_engine *e, uint32_t key);
 /* Protection check of [va, va+len) under key for pd with the access bits
- * needed; returns the host pointer or NULL (IBA 9.7.5.1.? / 10.6.3). */
+ * needed; returns the host pointer or NULL (IBA 9.7.5.1, 10.6.3). */
 uint8_t *sr_mr_check(struct sr_engine *e, struct sr_pd *pd, uint32_t key, uint64_t va, uint64_t len,
                      uint32_t access);
 /* The responder's R_Key check: rkey names a region (sr_mr_check), or a
@@ -339,18 +339,36 @@ void sr_resp_zombie_rx(struct sr_qp *qp, const struct sr_pkt *pkt, const uint8_t
                        uint64_t now_ns);
 void sr_resp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err, const uint8_t *src_gid,
                 uint64_t now_ns);
-/* Sends the ACK the responder holds back, if any (sr_engine_cfg.ack_delay_ns). */
-void sr_resp_ack_flush(struct sr_qp *qp);
-/* The QP sends a request: a held ACK rides with it, and the QP counts as
- * one whose ACKs are answered by replies (held longer from now on). */
-void sr_resp_ack_ride(struct sr_qp *qp);
-/* A held ACK is due: it leaves alone, and the QP's next one is held for
- * the ordinary delay. */
-void sr_resp_ack_due(struct sr_qp *qp);
+/* Carries out the acknowledgement policy's verdict on ev (ack.h) for qp:
+ * sends the ACK it says is owed now, if any. held_since: SR_ACK_EV_IDLE's. */
+enum sr_ack_verdict sr_resp_ack(struct sr_qp *qp, enum sr_ack_event ev, uint64_t now_ns,
+                                uint64_t held_since);
+/* The same, for the events on a path taken per packet: nothing to do
+ * unless an ACK is held. */
+static inline void sr_resp_ack_first(struct sr_qp *qp, enum sr_ack_event ev, uint64_t now_ns)
+{
+    if (sr_ack_held(&qp->resp.ack))
+        sr_resp_ack(qp, ev, now_ns, 0);
+}
 
 /* comp.c */
-void sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns);
-void sr_comp_timer(struct sr_qp *qp, uint64_t now_ns);
+/* What the completer asks of the rest of the QP once it has consumed a
+ * response or a timer expiry: the completer's event to the requester.
+ * Applied by sr_comp_apply in this order: rewind, error, resume, arm. */
+enum sr_comp_act {
+    SR_COMP_REWIND = 1 << 0, /* go back to rewind_psn (go-back-N, IBA 9.7.5.2) */
+    SR_COMP_ERROR = 1 << 1,  /* a WQE failed: the QP enters Error (IBA 10.3.1.7) */
+    SR_COMP_RESUME = 1 << 2, /* run the requester: the window opened, or it resends */
+    SR_COMP_ARM = 1 << 3,    /* then restart the transport timer from now */
+};
+struct sr_comp_next {
+    uint8_t act; /* enum sr_comp_act bits */
+    uint32_t rewind_psn;
+};
+struct sr_comp_next sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns);
+struct sr_comp_next sr_comp_timer(struct sr_qp *qp, uint64_t now_ns);
+/* engine.c: the one place the completer's next step is carried out. */
+void sr_comp_apply(struct sr_qp *qp, struct sr_comp_next n, uint64_t now_ns);
 void sr_comp_arm(struct sr_qp *qp, uint64_t now_ns);
 uint64_t sr_qp_deadline(const struct sr_qp *qp);
 

@@ -259,7 +259,7 @@ int sr_qp_destroy_linger(struct sr_qp *qp, uint64_t now_ns, uint64_t linger_ns)
         !heard)
         return sr_qp_destroy(qp);
     struct sr_engine *e = qp->eng;
-    sr_resp_ack_flush(qp);
+    sr_resp_ack_first(qp, SR_ACK_EV_RESPONSE, now_ns);
     qp_release_refs(qp);
     /* nothing of the requester survives: no completions, no sends */
     qp->sq_head = qp->sq_tail = qp->req.cur = 0;
@@ -523,9 +523,9 @@ void sr_qp_to_error(struct sr_qp *qp)
      * requester retries them until its retry count runs out. */
     if (qp->attr.qp_state == SR_QPS_RTS || qp->attr.qp_state == SR_QPS_RTR ||
         qp->attr.qp_state == SR_QPS_SQD)
-        sr_resp_ack_flush(qp);
+        sr_resp_ack_first(qp, SR_ACK_EV_RESPONSE, qp->eng->now_ns);
     qp->attr.qp_state = SR_QPS_ERR;
-    qp->resp.ack_pending = false; /* an errored QP sends nothing */
+    sr_resp_ack(qp, SR_ACK_EV_DROP, qp->eng->now_ns, 0); /* an errored QP sends nothing */
     while (qp->sq_head != qp->sq_tail) {
         struct sr_swqe *w = sr_sq_at(qp, qp->sq_head);
         if (w->state != SWQE_DONE || w->status == SR_WC_SUCCESS) {
@@ -543,7 +543,7 @@ void sr_qp_to_error(struct sr_qp *qp)
     flush_rq(qp);
     if (qp->srq) {
         struct sr_engine *e = qp->eng;
-        if (e->cfg.ops.async_event) /* IBA 11.6.3.?: last WQE reached on an SRQ QP */
+        if (e->cfg.ops.async_event) /* IBA 11.6.3.1: last WQE reached on an SRQ QP */
             e->cfg.ops.async_event(e->cfg.ops_ctx, SR_EVENT_QP_LAST_WQE_REACHED, qp);
     }
 }
@@ -790,7 +790,7 @@ int sr_qp_post_send(struct sr_qp *qp, const struct sr_send_wr *wr, uint64_t now_
     w->signaled = qp->sq_sig_all || (wr->send_flags & SR_SEND_SIGNALED);
     w->total_len = total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
     if (is_inline) {
-        /* IBA 10.8.2.?: inline data is captured at post time; the buffer
+        /* IBA 11.4.1.1: inline data is captured at post time; the buffer
          * may be reused as soon as post returns. No lkey is involved. */
         uint32_t off = 0;
         for (uint32_t i = 0; i < wr->num_sge; i++) {

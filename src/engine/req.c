@@ -1,6 +1,6 @@
 /* req.c: the requester. Turns send work requests into request packets:
  * segmentation at the path MTU, RETH/ImmDt/IETH/AtomicETH/DETH per opcode,
- * the send window, max_rd_atomic and fences (IBA 9.7.4, 10.8.3.?), local
+ * the send window, max_rd_atomic and fences (IBA 9.7.4, 10.8.3.3), local
  * protection checks, and go-back-N rewinds ordered by the completer.
  *
  * Per WQE the state machine is POSTED -> SENT -> DONE (DONE is set by the
@@ -36,7 +36,7 @@ void sr_req_rewind(struct sr_qp *qp, uint32_t psn)
     qp->req.cur_psn = qp->req.next_psn;
 }
 
-/* UC/UD requester errors move the QP to SQE (IBA 10.3.1.?): this WQE
+/* UC/UD requester errors move the QP to SQE (IBA 10.3.1.6): this WQE
  * completes with its error, later ones flush, receives keep working. */
 static void send_queue_error(struct sr_qp *qp, struct sr_swqe *w, enum sr_wc_status status)
 {
@@ -169,7 +169,7 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
         p.bth.opcode = tbase | seg_opcode(SR_OP_SEND_FIRST, SR_OP_SEND_MIDDLE, l, o, idx, w->npkts);
         len = SR_MIN(pmtu, w->total_len - off);
         if (qp->type == SR_QPT_UD) {
-            /* IBA 10.2.4.?: a Q_Key with the high bit set means "use the QP's". */
+            /* IBA 10.2.4: a Q_Key with the high bit set means "use the QP's". */
             p.deth.qkey = (wr->ah.qkey & 0x80000000u) ? qp->attr.qkey : wr->ah.qkey;
             p.deth.src_qp = qp->qpn;
             p.bth.dest_qp = wr->ah.dest_qpn;
@@ -200,7 +200,7 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
     }
     case SR_WR_RDMA_READ:
         /* A re-request after lost responses asks for the rest only
-         * (IBA 9.7.4.1.?: it restarts at the first missing PSN). */
+         * (IBA 9.7.4: it restarts at the first missing PSN). */
         p.bth.opcode = tbase | SR_OP_READ_REQ;
         p.reth = (struct sr_reth){
             .va = wr->remote_addr + off, .rkey = wr->rkey, .dma_len = w->total_len - off};
@@ -256,14 +256,14 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
 
 /* Decided once per WQE, when it starts (a rewind keeps it).
  *
- * How often it asks for an ACK: every ACK_EVERY packets, and every
- * ACK_EVERY_TRAINS to a peer reached by trains (ops.tx_trains: UDP with
- * GSO, not a shared-memory peer) when the QP's timeout is long enough to
- * cover that many packets and a held ACK (LONG_TIMEOUT_NS); at most every
- * half window. Fewer ACKs inside a message made a ping-pong of 1 MiB
- * messages over UDP 20% faster (ib_write_lat and ib_send_lat typical;
- * ib_write_lat's 99th percentile 0.4 ms instead of 2.3), bandwidth the
- * same; through shared memory ib_send_bw 1 MiB lost 3..9% with them.
+ * Both follow the transport option sr_engine_cfg.trains (sr_engine.h).
+ *
+ * How often it asks for an ACK: sr_ack_req_every (ack.h), more rarely to
+ * a peer reached by trains (UDP with GSO, not a shared-memory peer).
+ * There, one ACK request per 256 packets rather than per 32 takes a fifth
+ * off a 1 MiB ping-pong (ib_write_lat and ib_send_lat typical;
+ * ib_write_lat's 99th percentile 0.4 ms against 2.3) at the same
+ * bandwidth; through shared memory it would cost ib_send_bw 1 MiB 3..9%.
  *
  * Whether it goes as one WRITE ONLY per packet: an RC (or XRC) RDMA WRITE
  * of 2..ack_every packets to a peer reached by trains, whose FIRST would be
@@ -278,19 +278,15 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
  * around the hole. Each piece's RETH covers that piece: the responder
  * checks the R_Key per piece, and a range that goes bad partway writes the
  * pieces before it (an errored WRITE leaves its target undefined). */
-enum { ACK_EVERY = 32, ACK_EVERY_TRAINS = 256 };
-#define LONG_TIMEOUT_NS 16000000ull /* IBA timeout 12 (16.8 ms) and up */
 static void shape_wqe(const struct sr_qp *qp, struct sr_swqe *w)
 {
-    const struct sr_engine_ops *ops = &qp->eng->cfg.ops;
+    const struct sr_engine_cfg *cfg = &qp->eng->cfg;
     enum sr_wr_opcode op = w->wr.opcode;
-    bool trains = w->npkts > 1 && sr_qp_reliable(qp) && !sr_wr_is_rd_atomic(op) && ops->tx_trains &&
-                  ops->tx_trains(qp->eng->cfg.ops_ctx, qp->attr.dgid);
-    uint32_t every =
-        trains && sr_timeout_ns(qp->attr.timeout) >= LONG_TIMEOUT_NS ? ACK_EVERY_TRAINS : ACK_EVERY;
-    w->ack_every = SR_MAX(SR_MIN(every, qp->eng->cfg.window_pkts / 2), 1u);
+    bool trains = cfg->trains && w->npkts > 1 && sr_qp_reliable(qp) && !sr_wr_is_rd_atomic(op) &&
+                  (!cfg->trains_to || cfg->trains_to(cfg->ops_ctx, qp->attr.dgid));
+    w->ack_every = sr_ack_req_every(trains, sr_timeout_ns(qp->attr.timeout), cfg->window_pkts);
     w->write_only =
-        trains && op == SR_WR_RDMA_WRITE && w->npkts <= w->ack_every && !qp->eng->cfg.whole_writes;
+        trains && op == SR_WR_RDMA_WRITE && w->npkts <= w->ack_every && !cfg->whole_writes;
     w->shaped = true;
 }
 
@@ -371,7 +367,7 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
                     qp->req.rd_atomic++;
             }
             if (!sr_qp_reliable(qp)) {
-                /* UC and UD complete once sent (IBA 9.8.?: no acknowledgement). */
+                /* UC and UD complete once sent (IBA 9.8: no acknowledgement). */
                 w->state = SWQE_DONE;
             }
             qp->req.cur++;
@@ -384,7 +380,7 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
     if (!sr_qp_reliable(qp))
         return;
     if (sent)
-        sr_resp_ack_ride(qp); /* a held ACK travels with the requests */
+        sr_resp_ack_first(qp, SR_ACK_EV_REQUEST, now_ns); /* a held ACK travels with them */
     if (sent && qp->comp.deadline == SR_NO_DEADLINE)
         sr_comp_arm(qp, now_ns);
 }

@@ -87,93 +87,59 @@ static void emit_aeth(struct sr_qp *qp, uint8_t opcode, uint32_t psn, uint8_t sy
     sr_engine_tx(qp->eng, qp, &p, NULL, 0, qp->attr.dgid);
 }
 
-static void send_aeth(struct sr_qp *qp, uint8_t opcode, uint32_t psn, uint8_t syndrome,
-                      uint64_t orig)
-{
-    sr_resp_ack_flush(qp); /* a held ACK goes first: responses stay in PSN order */
-    emit_aeth(qp, opcode, psn, syndrome, orig, qp->resp.msn);
-}
-
 static void emit_ack(struct sr_qp *qp, uint32_t psn, uint32_t msn)
 {
     emit_aeth(qp, resp_base(qp) | SR_OP_ACK, psn, SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT, 0, msn);
 }
 
+static void send_aeth(struct sr_qp *qp, uint8_t opcode, uint32_t psn, uint8_t syndrome,
+                      uint64_t orig)
+{
+    /* a held ACK goes first: responses stay in PSN order */
+    sr_resp_ack_first(qp, SR_ACK_EV_RESPONSE, qp->eng->now_ns);
+    emit_aeth(qp, opcode, psn, syndrome, orig, qp->resp.msn);
+}
+
 static void send_ack(struct sr_qp *qp, uint32_t psn)
 {
-    sr_resp_ack_flush(qp); /* a held ACK goes first: responses stay in PSN order */
+    sr_resp_ack_first(qp, SR_ACK_EV_RESPONSE, qp->eng->now_ns);
     emit_ack(qp, psn, qp->resp.msn);
 }
 
-void sr_resp_ack_flush(struct sr_qp *qp)
+enum sr_ack_verdict sr_resp_ack(struct sr_qp *qp, enum sr_ack_event ev, uint64_t now_ns,
+                                uint64_t held_since)
 {
-    if (!qp->resp.ack_pending)
-        return;
-    qp->resp.ack_pending = false;
-    emit_ack(qp, qp->resp.ack_psn, qp->resp.ack_msn);
-}
-
-void sr_resp_ack_ride(struct sr_qp *qp)
-{
-    if (!qp->resp.ack_pending)
-        return;
-    qp->resp.ack_rides = true;
-    sr_resp_ack_flush(qp);
-}
-
-void sr_resp_ack_due(struct sr_qp *qp)
-{
-    qp->resp.ack_rides = false;
-    sr_resp_ack_flush(qp);
-}
-
-/* How long the ACK about to be held may wait. A QP whose last held ACK
- * rode with a reply (a ping-pong) waits longer: an ACK sent alone because
- * the reply was a little late would complete the peer's request without
- * the reply, and a peer that then waits for the reply outside the verbs
- * (polling memory for an RDMA WRITE) would have it picked up late. The
- * longer hold stays well inside the retransmission timeout, judged by the
- * QP's own (peers usually agree), and one ACK that falls due ends it. */
-static uint64_t hold_for(const struct sr_qp *qp)
-{
-    const struct sr_engine *e = qp->eng;
-    if (!qp->resp.ack_rides || e->ack_reply_delay_ns <= e->ack_delay_ns)
-        return e->ack_delay_ns;
-    uint64_t cap = sr_timeout_ns(qp->attr.timeout) / 4; /* none: no cap */
-    return SR_MAX(e->ack_delay_ns, SR_MIN(e->ack_reply_delay_ns, cap));
+    struct sr_ack_in in = {.ev = ev, .now_ns = now_ns, .held_since = held_since};
+    struct sr_ack_out out;
+    enum sr_ack_verdict v = sr_ack_decide(&qp->resp.ack, &qp->eng->ack, &in, &out);
+    if (v == SR_ACK_SEND_NOW || v == SR_ACK_RIDE)
+        emit_ack(qp, out.psn, out.msn);
+    return v;
 }
 
 /* The acknowledgement an AckReq asks for: at once, or held back so that
- * it can travel with the reply the application is about to post. */
+ * it can travel with the reply the application is about to post (ack.c). */
 static void acknowledge(struct resp_ctx *c)
 {
     struct sr_qp *qp = c->qp;
-    uint64_t delay = hold_for(qp);
-    if (!delay) {
-        send_ack(qp, c->pkt->bth.psn);
-        return;
+    struct sr_ack_in in = {.ev = SR_ACK_EV_ACKREQ,
+                           .now_ns = c->now,
+                           .timeout_ns = sr_timeout_ns(qp->attr.timeout),
+                           .psn = c->pkt->bth.psn,
+                           .msn = qp->resp.msn,
+                           .end = c->info->flags & (SR_OPF_LAST | SR_OPF_ONLY)};
+    struct sr_ack_out out;
+    switch (sr_ack_decide(&qp->resp.ack, &qp->eng->ack, &in, &out)) {
+    case SR_ACK_SEND_NOW:
+    case SR_ACK_RIDE:
+        emit_ack(qp, out.psn, out.msn);
+        break;
+    case SR_ACK_HOLD:
+        sr_engine_activate(qp->eng, qp); /* its deadline: sr_qp_deadline */
+        break;
+    case SR_ACK_NONE:
+        break;
     }
-    bool end = c->info->flags & (SR_OPF_LAST | SR_OPF_ONLY);
-    if (!qp->resp.ack_pending) {
-        qp->resp.ack_pending = true;
-        qp->resp.ack_end = end;
-        qp->resp.ack_since = c->now;
-        qp->resp.ack_due = c->now + delay;
-        qp->eng->acks_held = true;
-        sr_engine_activate(qp->eng, qp);
-    } else if (end && !qp->resp.ack_end) {
-        /* A reply can follow only the end of a message: its ACK is held
-         * from then, not from an ACK request inside the message that it
-         * replaces (one every 32 packets; that hold may end before the
-         * application has seen the message). Once per hold, and within a
-         * quarter of the retransmission timeout of the hold's start: the
-         * requester must not time out first. */
-        uint64_t cap = qp->resp.ack_since + SR_MAX(delay, sr_timeout_ns(qp->attr.timeout) / 4);
-        qp->resp.ack_end = true;
-        qp->resp.ack_due = SR_MIN(c->now + delay, cap);
-    }
-    qp->resp.ack_psn = c->pkt->bth.psn;
-    qp->resp.ack_msn = qp->resp.msn;
 }
 
 static void send_nak(struct sr_qp *qp, uint32_t psn, uint8_t code)
@@ -187,7 +153,7 @@ static void send_read_responses(struct sr_qp *qp, const uint8_t *src, uint32_t l
 {
     uint32_t pmtu = sr_qp_pmtu(qp);
     uint32_t n = len ? (len + pmtu - 1) / pmtu : 1;
-    sr_resp_ack_flush(qp);
+    sr_resp_ack_first(qp, SR_ACK_EV_RESPONSE, qp->eng->now_ns);
     for (uint32_t i = 0; i < n; i++) {
         struct sr_pkt p = {0};
         uint8_t op = n == 1       ? SR_OP_READ_RESP_ONLY
@@ -310,7 +276,7 @@ static enum resp_state duplicate(struct resp_ctx *c)
     const struct sr_pkt *pkt = c->pkt;
     qp->eng->stats.rx_duplicate++;
     if (op_is(c, SR_OPF_READ_REQ)) {
-        /* IBA 9.7.5.1.4 (C9-?): a duplicate READ is executed again, from
+        /* IBA 9.7.5.1.4: a duplicate READ is executed again, from
          * the PSN it carries, if it lies in a READ we answered. */
         struct sr_replay *r = replay_find(qp, pkt->bth.psn, false);
         if (!r)
@@ -364,14 +330,16 @@ static enum resp_state check_op_valid(struct resp_ctx *c)
     if (c->decode_err)
         return RS_ERR_INV_REQ; /* payload over PMTU, or FIRST/MIDDLE not one PMTU */
     /* XRC: the XRCETH must name an XRC SRQ of the target's domain; its PD
-     * guards memory and it supplies receive WQEs (XRC annex, C14-?). */
+     * guards memory and it supplies receive WQEs (IBA Annex A14, XRC). */
     if (c->qp->type == SR_QPT_XRC_RECV) {
         if (!c->xsrq)
             return RS_ERR_INV_REQ;
         c->pd = c->xsrq->pd;
     }
-    /* IBA 10.2.?: the QP must be enabled for the remote operation. */
-    /* ATOMIC WRITE needs remote write access, as rxe checks it. */
+    /* The QP must be enabled for the remote operation (its remote access
+     * flags, a Modify QP attribute: IBA 11.2.5), else the request gets a
+     * Remote Access Error NAK (IBA 9.7.5.1). ATOMIC WRITE needs remote
+     * write access, as rxe checks it. */
     if (op_is(c, SR_OPF_WRITE | SR_OPF_ATOMIC_WRITE) && !(acc & SR_ACCESS_REMOTE_WRITE))
         return RS_ERR_ACCESS;
     if (op_is(c, SR_OPF_READ_REQ) && !(acc & SR_ACCESS_REMOTE_READ))
@@ -412,7 +380,7 @@ static enum resp_state check_length(struct resp_ctx *c)
                 return RS_ERR_INV_REQ;
         } else if (op_is(c, SR_OPF_LAST) ? pkt->payload_len != qp->resp.write_left
                                          : pkt->payload_len >= qp->resp.write_left) {
-            return RS_ERR_INV_REQ; /* IBA 9.7.5.1.?: length must match the RETH */
+            return RS_ERR_INV_REQ; /* IBA 9.7.5.1: length must match the RETH */
         }
     } else if (op_is(c, SR_OPF_READ_REQ)) {
         if (pkt->reth.dma_len > SR_MAX_MSG_LEN)
@@ -459,7 +427,7 @@ static enum resp_state check_rkey(struct resp_ctx *c)
                 return RS_ERR_ACCESS;
         }
     } else if (op_is(c, SR_OPF_ATOMIC)) {
-        if (pkt->atomic.va & 7) /* IBA 9.4.5 (C9-?): atomics are 8-byte aligned */
+        if (pkt->atomic.va & 7) /* IBA 9.4.5: atomics are 8-byte aligned */
             return RS_ERR_INV_REQ;
         c->target = sr_rkey_check(qp->eng, qp, c->pd, pkt->atomic.rkey, pkt->atomic.va, 8,
                                   SR_ACCESS_REMOTE_ATOMIC);
@@ -710,7 +678,7 @@ static void rc_rx(struct resp_ctx *c)
     }
 }
 
-/* UC (IBA 9.8.?): no acknowledgements; a gap or any error drops the rest
+/* UC (IBA 9.8): no acknowledgements; a gap or any error drops the rest
  * of the message silently, and the next FIRST/ONLY starts afresh. */
 static void uc_abandon(struct sr_qp *qp)
 {
@@ -801,7 +769,7 @@ static void ud_rx(struct resp_ctx *c)
         e->stats.rx_drop_malformed++;
         return;
     }
-    /* IBA 10.2.4.?: a Q_Key mismatch drops the packet silently. */
+    /* IBA 10.2.4: a Q_Key mismatch drops the packet silently. */
     if (pkt->deth.qkey != qp->attr.qkey) {
         e->stats.rx_drop_qkey++;
         return;

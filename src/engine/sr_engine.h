@@ -330,15 +330,6 @@ struct sr_engine_ops {
     void (*cq_event)(void *ctx, struct sr_cq *cq, bool solicited);
     /* an affiliated or unaffiliated async event; obj is the QP, CQ or SRQ */
     void (*async_event)(void *ctx, enum sr_event_type type, void *obj);
-    /* Optional: packets to dgid leave in trains of equal-length datagrams
-     * (UDP GSO). A WQE of a QP whose timeout is 16 ms or more then asks for
-     * ACKs every 256 packets instead of 32, and an RC RDMA WRITE of 2..256
-     * packets (32 with a shorter timeout) goes as one WRITE ONLY per
-     * packet, each with its own RETH, all of one length, instead of FIRST
-     * (16 bytes longer, which ends a train) + MIDDLE + LAST (req.c,
-     * shape_wqe). Asked once per RC SEND or WRITE WQE of two or more
-     * packets, when it starts. */
-    bool (*tx_trains)(void *ctx, const uint8_t *dgid);
 };
 
 struct sr_engine_cfg {
@@ -361,9 +352,29 @@ struct sr_engine_cfg {
      * replace it (IBA 9.7.5.1.1: ACKs may be coalesced). A QP whose held
      * ACKs leave with replies holds them longer (sr_engine_hold_acks). */
     uint64_t ack_delay_ns;
-    /* RDMA WRITEs keep FIRST/MIDDLE/LAST even to peers reached by trains
-     * (sr_engine_ops.tx_trains) */
+    /* Transport option: packet trains. Whoever opens the engine sets it
+     * when its driver sends a run of equal-length datagrams to one peer
+     * as one train (UDP GSO), where a packet of another length ends the
+     * train. The requester then shapes an RC (or XRC) SEND or WRITE WQE
+     * of two or more packets for trains, decided once when it starts:
+     *  - it asks for an ACK every 256 packets instead of 32 when the
+     *    QP's timeout is 16 ms or more (IBA 9.7.5.1.1 lets the responder
+     *    coalesce; the window still moves, see sr_ack_req_every);
+     *  - an RDMA WRITE (without immediate) of 2..that many packets goes
+     *    as one WRITE ONLY per packet, each with a RETH for its own piece
+     *    and all of one length, instead of FIRST (16 bytes longer) +
+     *    MIDDLE + LAST. The responder sees independent WRITEs; the
+     *    requester completes the WQE when the last is acknowledged.
+     * Off (the default), every WQE goes as IBA 9.4 segments it, with an
+     * ACK requested every 32 packets. */
+    bool trains;
+    /* With trains: RDMA WRITEs keep FIRST/MIDDLE/LAST all the same. */
     bool whole_writes;
+    /* With trains, optional: whether peer dgid is reached by trains now
+     * (false for a peer reached another way, e.g. shared memory, or once
+     * the path has turned trains off); NULL: every peer is. Asked with
+     * ops_ctx once per WQE that could be shaped. */
+    bool (*trains_to)(void *ctx, const uint8_t *dgid);
     struct sr_engine_ops ops;
     void *ops_ctx;
 };
@@ -398,7 +409,8 @@ void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uin
  * answers, and at most a quarter of its retransmission timeout), or, while
  * nobody on this side is going to post a reply (a passive target), at
  * most 4 us: enough to coalesce a stream's ACKs, short for a peer that
- * waits for each completion. */
+ * waits for each completion. The policy and its constants live in
+ * src/engine/ack.h. */
 void sr_engine_hold_acks(struct sr_engine *e, bool hold);
 /* Sends now the ACKs held back since held_since or earlier (UINT64_MAX:
  * all), when no reply is coming for them soon: the application is about

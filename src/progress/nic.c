@@ -546,7 +546,8 @@ int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out)
     nic->user_ctx = cfg->engine.ops_ctx;
     ec.ops.tx = nic_tx;
     ec.ops.tx_fence = nic_tx_fence;
-    ec.ops.tx_trains = nic_tx_trains;
+    ec.trains = sr_udp_trains(nic->udp);
+    ec.trains_to = nic_tx_trains;
     ec.ops.cq_event = nic_cq_event;
     ec.ops.async_event = nic_async_event;
     ec.ops_ctx = nic;

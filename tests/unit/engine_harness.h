@@ -35,9 +35,11 @@ struct h_cfg {
      * read when the engine fences or when h_run ends a delivery step (a
      * driver's flush at the end of its pass). */
     bool defer;
-    /* The peers are reached by trains (sr_engine_ops.tx_trains), so long RC
+    /* sr_engine_cfg.trains: the peers are reached by trains, so long RC
      * WRITEs go as WRITE ONLY packets. */
     bool trains;
+    bool (*trains_to)(void *ctx, const uint8_t *dgid);          /* sr_engine_cfg.trains_to */
+    bool whole_writes;                                          /* sr_engine_cfg.whole_writes */
     bool (*mem_ok)(const void *addr, uint64_t len, bool write); /* sr_engine_cfg.mem_ok */
 };
 
@@ -73,11 +75,6 @@ struct harness {
     void *async_obj;
 };
 
-static bool h_trains_yes(void *ctx, const uint8_t *dgid)
-{
-    (void)ctx, (void)dgid;
-    return true;
-}
 static int h_tx_now(struct h_node_ctx *nc, const struct sr_tx_pkt *t);
 
 static void h_enqueue(struct harness *h, const struct h_pkt *p)
@@ -205,14 +202,15 @@ static void h_init_cfg(struct harness *h, const struct h_cfg *c)
     for (int i = 0; i < H_NODES; i++) {
         h->ctx[i].h = h;
         h->ctx[i].id = i;
-        struct sr_engine_cfg cfg = {.ops = {.tx = h_tx,
-                                            .tx_fence = c->defer ? h_fence : NULL,
-                                            .async_event = h_async,
-                                            .tx_trains = c->trains ? h_trains_yes : NULL},
-                                    .ops_ctx = &h->ctx[i],
-                                    .window_pkts = c->window,
-                                    .ack_delay_ns = c->ack_delay_ns,
-                                    .mem_ok = c->mem_ok};
+        struct sr_engine_cfg cfg = {
+            .ops = {.tx = h_tx, .tx_fence = c->defer ? h_fence : NULL, .async_event = h_async},
+            .ops_ctx = &h->ctx[i],
+            .trains = c->trains,
+            .trains_to = c->trains_to,
+            .whole_writes = c->whole_writes,
+            .window_pkts = c->window,
+            .ack_delay_ns = c->ack_delay_ns,
+            .mem_ok = c->mem_ok};
         h_gid(cfg.gid, i);
         SR_CHECK_EQ(sr_engine_create(&cfg, &h->eng[i]), 0);
     }
