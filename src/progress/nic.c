@@ -38,6 +38,12 @@ enum {
 /* An application that called a verb this recently may post a reply that
  * a held ACK can ride with. */
 #define APP_REPLY_NS 10000000ull
+/* How long the NIC thread polls after traffic before it blocks, when it
+ * spins at all (sr_progress.h): a passive target's next request usually
+ * comes sooner and then needs no wake-up, which would add about 20 us to
+ * a READ target's latency (docs/PERFORMANCE.md). A constant: no test or
+ * benchmark needs another value. */
+#define SPIN_NS 50000ull
 
 struct sr_nic {
     pthread_mutex_t lock;
@@ -434,7 +440,7 @@ int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out)
         return SR_ERR_NOMEM;
     nic->evfd = -1;
     nic->handoff_ns = cfg->handoff_ns;
-    struct sr_progress_cfg pc = {.spin_ns = cfg->spin_ns,
+    struct sr_progress_cfg pc = {.spin_ns = SPIN_NS,
                                  .handoff_ns = cfg->handoff_ns,
                                  .app_reply_ns = APP_REPLY_NS,
                                  .idle_ack_ns = IDLE_ACK_NS};

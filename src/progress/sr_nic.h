@@ -21,13 +21,12 @@ struct sr_nic;
 struct sr_nic_cfg {
     struct sr_udp_cfg udp;
     struct sr_engine_cfg engine; /* limits and cq/async callbacks; gid and tx are set here */
-    /* Adaptive busy-polling of the NIC thread: after traffic it polls this
-     * long before blocking, while no application thread has called a verb
-     * for a millisecond (see nic.c). 0: always block. */
-    uint64_t spin_ns;
-    /* After an application thread polled (sr_nic_app_polls), the NIC
-     * thread leaves the socket to it for this long (no wake-up per packet).
-     * 0: the NIC thread always listens. */
+    /* The hand-off (sr_progress.h): after an application thread polled,
+     * the NIC thread leaves the socket to it for this long, no wake-up per
+     * packet. 0: the NIC thread always listens. SOFTRDMA_HANDOFF_US, kept:
+     * tests/verbs/events_test.c and compat_test.c set it (a long hand-off
+     * makes a late hand-back visible), and 0 is the way out for an
+     * application whose polls the dense-gap rule misjudges. */
     uint64_t handoff_ns;
     /* No shared-memory driver: every packet goes through UDP (and its
      * fault injection). */
