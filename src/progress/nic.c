@@ -339,8 +339,8 @@ static void nic_app_read(struct sr_nic *nic, struct sr_progress_app *a, bool seq
 static void nic_handoff_nap(struct sr_nic *nic, uint64_t now)
 {
     atomic_store(&nic->napping, true);
-    /* recheck: an application that blocked meanwhile has written the
-     * eventfd only if it saw napping set */
+    /* the policy's until_ns again, now that napping is set: an application
+     * that blocked meanwhile has written the eventfd only if it saw it */
     struct sr_progress_app app;
     nic_app_read(nic, &app, true);
     uint64_t until = sr_progress_handoff_until(&nic->policy, &app, now);

@@ -4,7 +4,9 @@
  * others through UDP; both are received), a lock, and a thread that is the NIC
  * (receives, runs the responder, fires deadlines, transmits). The thread
  * blocks (ppoll) when there is nothing to do; the application thread can
- * also drive progress inline (sr_nic_progress) for latency.
+ * also drive progress inline (sr_nic_progress) for latency. When to do
+ * which is the policy's (sr_progress.h); this layer gathers its inputs and
+ * carries its decisions out.
  *
  * Locking: every engine call goes through sr_nic_lock/unlock. The engine
  * calls back (tx, cq_event, async_event) with the lock held. */
