@@ -146,7 +146,6 @@ static void parse_config(struct sv_config *c)
     }
     const char *st = getenv("SOFTRDMA_STATS");
     c->stats = st && *st && strcmp(st, "0") != 0;
-    c->spin_us = env_us("SOFTRDMA_SPIN_US", 50, 1000000);
     c->ack_delay_us = env_us("SOFTRDMA_ACK_DELAY_US", 20, 10000);
     c->handoff_us = env_us("SOFTRDMA_HANDOFF_US", 1000, 1000000);
     const char *g = getenv("SOFTRDMA_GSO");
@@ -235,7 +234,6 @@ int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_n
         cfg.udp.no_gso = dev->cfg.no_gso;
         cfg.no_shm = dev->cfg.no_shm;
         cfg.engine.whole_writes = dev->cfg.whole_writes;
-        cfg.spin_ns = (uint64_t)dev->cfg.spin_us * 1000;
         cfg.engine.ack_delay_ns = (uint64_t)dev->cfg.ack_delay_us * 1000;
         cfg.handoff_ns = (uint64_t)dev->cfg.handoff_us * 1000;
         cfg.engine.ops.cq_event = sv_engine_cq_event;

@@ -119,8 +119,7 @@ static int sv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *
     struct sr_nic *nic = nic_of(qp->context);
     sr_nic_lock(nic);
     err = sv_post_send_one(sv_qp(qp), &s);
-    sr_nic_flush(nic);
-    sr_nic_kick(nic);
+    sr_nic_posted(nic, true);
     sr_nic_unlock(nic);
     if (!err)
         mw->rkey = rkey;

@@ -993,9 +993,7 @@ static int sv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
     /* Doorbell batching: with an answer on its way, the pass that handles
      * it sends these packets too, with whatever else was posted by then
      * (fewer system calls, longer GSO trains). Otherwise now. */
-    if (!answer_due)
-        sr_nic_flush(nic);
-    sr_nic_kick(nic);
+    sr_nic_posted(nic, !answer_due);
     sr_nic_unlock(nic);
     if (err && bad_wr)
         *bad_wr = wr;

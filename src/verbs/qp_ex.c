@@ -228,8 +228,7 @@ static int wr_complete(struct ibv_qp_ex *qp)
             err = sv_errno(sr_qp_send_check(q->qp, &q->wr[i]));
         for (uint32_t i = 0; i < q->nwr && !err; i++)
             err = sv_post_send_one(q, &q->wr[i]);
-        sr_nic_flush(nic);
-        sr_nic_kick(nic);
+        sr_nic_posted(nic, true);
         sr_nic_unlock(nic);
     }
     q->nwr = 0;

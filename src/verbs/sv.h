@@ -29,7 +29,6 @@ struct sv_config {
     bool stats;                /* SOFTRDMA_STATS: counters on stderr at close */
     bool no_gso;               /* SOFTRDMA_GSO=0: one send per datagram */
     bool whole_writes;         /* SOFTRDMA_WRITE_ONLY=0: WRITEs as FIRST/MIDDLE/LAST over UDP */
-    uint32_t spin_us;          /* SOFTRDMA_SPIN_US: NIC thread's busy-poll window */
     uint32_t ack_delay_us;     /* SOFTRDMA_ACK_DELAY_US: how long an ACK may wait for a reply */
     uint32_t handoff_us; /* SOFTRDMA_HANDOFF_US: NIC thread off the socket after inline polls */
     bool no_shm;         /* SOFTRDMA_SHM=0, or SOFTRDMA_FAULT set: UDP to same-host peers too */
@@ -230,7 +229,7 @@ static inline struct sv_srq *sv_srq(struct ibv_srq *s)
 
 /* poll_cq's work for any output form: drain (NIC lock held) takes up to n
  * completions into out; when there are none the NIC runs inline once, and
- * the NIC thread learns what the application will do next. Inlined into
+ * the progress layer learns what the poll found (sr_nic_polled). Inlined into
  * each caller, so ibv_poll_cq pays no indirect call.
  * more: the poll continues a batch (ibv_next_poll). On an armed CQ it then
  * takes only what is there: an inline pass could add a completion, fire
@@ -244,27 +243,20 @@ sv_cq_poll_with(struct sv_cq *c, int num_entries, void *out,
     struct sr_nic *nic = sv_ctx(c->ibcq.context)->nic;
     sr_nic_lock(nic);
     int got = drain(c, num_entries, out);
-    bool ran = false, nap = false;
+    bool ran = false;
     if (!got && num_entries > 0 && !(more && sr_cq_armed(c->cq))) {
         /* Nothing yet: drive the NIC inline once, for latency. */
         sr_nic_progress(nic);
-        sr_nic_kick(nic); /* the pass may have set a timer (a held ACK) */
         got = drain(c, num_entries, out);
         ran = true;
-        nap = sr_nic_app_bulk(nic);
     }
-    /* An armed CQ polled dry is the usual last look before
-     * ibv_get_cq_event: the thread is about to block, so the NIC thread
-     * must listen (and every held ACK leaves). Any other poll will be
-     * followed by more; one that ran the NIC and found nothing releases
-     * the ACKs held long. */
-    if (!got && sr_cq_armed(c->cq)) {
-        sr_nic_app_sleeps(nic);
-    } else if (num_entries > 0) {
-        if (ran && !got)
-            sr_nic_app_idle(nic);
-        sr_nic_app_polls(nic, ran);
-    }
+    struct sr_progress_poll poll = {
+        .wanted = num_entries > 0,
+        .ran = ran,
+        .found = got != 0,
+        .armed = !got && sr_cq_armed(c->cq),
+    };
+    bool nap = sr_nic_polled(nic, &poll);
     sr_nic_unlock(nic);
     if (nap)
         sr_nic_app_nap();
