@@ -30,6 +30,14 @@ enum {
 /* IBA timeout 12 (16.8 ms) and up: long enough to cover SR_ACK_EVERY_TRAINS
  * packets and a held ACK before the requester's transport timer fires. */
 #define SR_ACK_LONG_TIMEOUT_NS 16000000ull
+/* The progress layer's inputs to the hold (sr_engine_hold_acks,
+ * sr_engine_release_acks; applied by src/progress): an application that
+ * polls and finds nothing is not about to reply to the ACKs held this
+ * long, */
+#define SR_ACK_IDLE_NS 4000ull
+/* and one that called a verb this recently may post a reply that a held
+ * ACK can ride with. */
+#define SR_ACK_APP_REPLY_NS 10000000ull
 
 /* The hold delays in force on an engine (sr_engine_hold_acks). */
 struct sr_ack_policy {

@@ -1,6 +1,7 @@
 /* nic.c: the per-device progress thread around the engine, the UDP
  * driver and the shared-memory driver. */
 #include "sr_nic.h"
+#include "ack.h"
 #include "sr_util.h"
 
 #include <errno.h>
@@ -32,12 +33,6 @@ enum {
  * socket when it blocks. */
 #define UDP_IDLE_PASSES 256u
 #define UDP_SKIP        16u
-/* An application that polls and finds nothing is not about to reply to
- * the ACKs its NIC has held this long. */
-#define IDLE_ACK_NS 4000ull
-/* An application that called a verb this recently may post a reply that
- * a held ACK can ride with. */
-#define APP_REPLY_NS 10000000ull
 /* How long the NIC thread polls after traffic before it blocks, when it
  * spins at all (sr_progress.h): a passive target's next request usually
  * comes sooner and then needs no wake-up, which would add about 20 us to
@@ -281,7 +276,7 @@ bool sr_nic_polled(struct sr_nic *nic, const struct sr_progress_poll *poll)
     /* an inline pass stamped nic->now; otherwise the clock is read only
      * when the hand-off needs it */
     uint64_t now = poll->ran ? nic->now : 0;
-    struct sr_progress_poll_decision d = sr_progress_polled(poll, IDLE_ACK_NS, now);
+    struct sr_progress_poll_decision d = sr_progress_polled(poll, SR_ACK_IDLE_NS, now);
     if (d.release)
         nic_release_acks(nic, d.held_since);
     if (d.hands_back)
@@ -442,8 +437,8 @@ int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out)
     nic->handoff_ns = cfg->handoff_ns;
     struct sr_progress_cfg pc = {.spin_ns = SPIN_NS,
                                  .handoff_ns = cfg->handoff_ns,
-                                 .app_reply_ns = APP_REPLY_NS,
-                                 .idle_ack_ns = IDLE_ACK_NS};
+                                 .app_reply_ns = SR_ACK_APP_REPLY_NS,
+                                 .idle_ack_ns = SR_ACK_IDLE_NS};
     sr_progress_init(&nic->policy, &pc);
     pthread_mutex_init(&nic->lock, NULL);
     int err = sr_udp_open(&cfg->udp, &nic->udp);
