@@ -416,6 +416,31 @@ static void rx_rej(const struct scm_mad *m)
         scm_event_send(id, e);
 }
 
+/* An id that goes away while its connection is open, by rdma_destroy_id
+ * or with its process's exit: the peer hears a DREQ for an established
+ * connection (IBA 12.9.6.8) and a REJ for a request nobody will accept,
+ * as the kernel's CM does for the ids of a process that closes them. The
+ * id is left in DREQ_SENT, so a DREQ crossing ours still gets its DREP
+ * (12.9.6.9) while the process remains; nothing is resent. */
+void scm_cm_leave(struct scm_id *id)
+{
+    if (id->id.qp_type == IBV_QPT_UD)
+        return;
+    if (id->state == SCM_ESTABLISHED || id->state == SCM_REP_SENT) {
+        struct scm_mad m = {.attr_id = SCM_ATTR_DREQ,
+                            .tid = ((uint64_t)id->local_comm_id << 32) | 2,
+                            .local_comm_id = id->local_comm_id,
+                            .remote_comm_id = id->remote_comm_id,
+                            .qpn = id->remote_qpn};
+        send_kept(id, &m, false, 0);
+        id->state = SCM_DREQ_SENT;
+        id->ka_next_ns = 0;
+    } else if (id->state == SCM_REQ_RCVD) {
+        send_rej(id->peer_gid, id->local_comm_id, id->remote_comm_id, 0, SCM_REJ_CONSUMER, NULL, 0);
+        id->state = SCM_CLOSED;
+    }
+}
+
 static void send_drep(struct scm_id *id, uint64_t now_ns)
 {
     struct scm_mad r = {.attr_id = SCM_ATTR_DREP,

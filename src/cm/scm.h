@@ -97,6 +97,7 @@ struct scm_svc {
     struct ibv_mr *mr;
     uint8_t *buf; /* receive slots, then send slots */
     uint32_t send_next;
+    uint32_t tx_posted, tx_done; /* MADs handed to QP1, and their completions */
     uint8_t gid[16];
     uint64_t guid;
     uint8_t max_resp_res, max_init_depth; /* the device's RDMA read/atomic depths */

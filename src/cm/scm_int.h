@@ -51,6 +51,9 @@ struct scm_id *scm_id_new(struct rdma_event_channel *ch, void *ctx, enum rdma_po
 void scm_cm_config(void);
 void scm_cm_arm(struct scm_id *id, uint64_t now_ns);
 bool scm_ip_is_loopback(const uint8_t ip[16]);
+/* cm.c: the MAD an open connection's id sends as it goes away (a DREQ,
+ * or a REJ for an unanswered request) */
+void scm_cm_leave(struct scm_id *id);
 
 /* cm.c: the listener a REQ or SIDR REQ for service_id and address dst reaches */
 struct scm_id *scm_find_listener(uint64_t service_id, const uint8_t dst[16]);

@@ -249,7 +249,8 @@ void scm_send_mad(const uint8_t dgid[16], const uint8_t mad[SCM_MAD_LEN])
     wr.wr.ud.ah = ah;
     wr.wr.ud.remote_qpn = 1;
     wr.wr.ud.remote_qkey = SCM_GSI_QKEY; /* IBA 13.5.1.1: QP1 takes Q_Key 0x80010000 */
-    ibv_post_send(s->gsi, &wr, &bad);
+    if (!ibv_post_send(s->gsi, &wr, &bad))
+        s->tx_posted++;
     ibv_destroy_ah(ah);
 }
 
@@ -365,12 +366,15 @@ static void svc_rx(uint64_t now_ns)
     int n;
     while ((n = ibv_poll_cq(s->cq, 16, wc)) > 0) {
         for (int i = 0; i < n; i++) {
-            if (wc[i].wr_id >= RX_SLOTS)
-                continue; /* a send slot, free again */
+            if (wc[i].wr_id >= RX_SLOTS) {
+                s->tx_done++; /* a send slot, free again */
+                continue;
+            }
             uint8_t *p = s->buf + wc[i].wr_id * SLOT;
-            if (s->trace)
-                fprintf(stderr, "softrdma cm: %d wc status %d len %u op %d\n", (int)getpid(),
-                        wc[i].status, wc[i].byte_len, wc[i].opcode);
+            if (s->trace && wc[i].byte_len >= SR_GRH + 18)
+                fprintf(stderr, "softrdma cm: %d recv %s (wc status %d)\n", (int)getpid(),
+                        scm_attr_name((uint16_t)(p[SR_GRH + 16] << 8 | p[SR_GRH + 17])),
+                        wc[i].status);
             if (wc[i].status == IBV_WC_SUCCESS && wc[i].byte_len >= SR_GRH) {
                 /* The sender's GID: from the GRH (IBA 8.3.1), or on RoCEv2
                  * over IPv4 from the IPv4 header in its last 20 bytes
@@ -424,4 +428,43 @@ static void *svc_thread(void *arg)
         pthread_mutex_unlock(&s->lock);
     }
     return NULL;
+}
+
+/* A process that exits with connections open: the kernel's rdma_cm closes
+ * its ids for it, and their peers hear DREQs (or REJs); a peer waiting for
+ * DISCONNECTED or for the DREP to its own DREQ would otherwise wait out
+ * every retry (77 s). perftest's ib_atomic_lat -R server returns from main
+ * with its connection open. This runs before libibverbs' destructor takes
+ * the device's mailbox away (librdmacm depends on it, so its destructors
+ * run first), and is bounded: the lock at most 100 ms, then at most 200 ms
+ * until QP1 has completed the MADs, while the service thread still runs. */
+__attribute__((destructor)) static void svc_fini(void)
+{
+    struct scm_svc *s = &scm_svc;
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_nsec += 100000000;
+    if (dl.tv_nsec >= 1000000000) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000;
+    }
+    if (pthread_mutex_timedlock(&s->lock, &dl))
+        return;
+    if (!s->up) {
+        pthread_mutex_unlock(&s->lock);
+        return;
+    }
+    uint32_t before = s->tx_posted;
+    for (struct scm_id *i = s->ids; i; i = i->next)
+        scm_cm_leave(i);
+    uint32_t want = s->tx_posted;
+    bool wait = want != before;
+    pthread_mutex_unlock(&s->lock);
+    for (int n = 0; wait && n < 200; n++) {
+        pthread_mutex_lock(&s->lock);
+        wait = (int32_t)(want - s->tx_done) > 0;
+        pthread_mutex_unlock(&s->lock);
+        if (wait)
+            usleep(1000);
+    }
 }

@@ -11,6 +11,10 @@
  *       while a forked second CM sends N REQs: at most 8 CONNECT_REQUESTs
  *       wait, RSS grows under 4 MB, and once the flooder is gone the
  *       listener accepts a legitimate client and a SEND goes through.
+ *   rdmacm_stress exit PORT       a forked client connects and returns from
+ *       main with its connection open: the server's id must see
+ *       DISCONNECTED within 3 s (the DREQ the exiting process's CM sends,
+ *       as the kernel's does), with liveness probes off.
  * Exit 0 on success, 1 with a message on failure. Every wait is bounded. */
 
 #include <arpa/inet.h>
@@ -394,6 +398,55 @@ static int run_idle(int port)
     return 0;
 }
 
+/* ---- exit: the peer's process ends with its connection open ---- */
+static int exit_child(int port)
+{
+    struct rdma_event_channel *ch = rdma_create_event_channel();
+    if (!ch)
+        die("child: channel");
+    struct conn c;
+    client_connect(ch, &c, port, "child");
+    send_one(&c, "bye");
+    printf("child: connected, returning from main\n");
+    return 0; /* no rdma_disconnect, no rdma_destroy_id: the process's exit */
+}
+
+static int run_exit(int port)
+{
+    struct rdma_event_channel *lch = rdma_create_event_channel();
+    if (!lch)
+        die("channel");
+    listen_on(lch, port, 4);
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) {
+        char p[16];
+        snprintf(p, sizeof(p), "%d", port);
+        execl("/proc/self/exe", "rdmacm_stress", "exit-child", p, (char *)NULL);
+        _exit(127);
+    }
+    struct conn c;
+    server_accept(lch, &c, "server");
+    wait_wc(&c, IBV_WC_RECV, "server recv");
+    if (strcmp(c.buf, "bye"))
+        die("server received \"%.8s\", not \"bye\"", c.buf);
+    int st;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+        die("the client did not exit 0 (status %#x)", st);
+    double t0 = now_s();
+    struct rdma_cm_event *e = next_event(lch, 3000);
+    if (!e)
+        die("no event within 3 s of the peer's exit");
+    printf("server: %s (status %d) %.3f s after the peer exited\n", rdma_event_str(e->event),
+           e->status, now_s() - t0);
+    if (e->event != RDMA_CM_EVENT_DISCONNECTED)
+        die("expected DISCONNECTED");
+    rdma_ack_cm_event(e);
+    conn_free(&c);
+    return 0;
+}
+
 /* ---- flood ---- */
 static void flooder(int n, int port)
 {
@@ -515,10 +568,14 @@ int main(int argc, char **argv)
         return run_idle(atoi(argv[2]));
     if (argc == 3 && !strcmp(argv[1], "idle-child"))
         client_and_wait(atoi(argv[2]));
+    if (argc == 3 && !strcmp(argv[1], "exit"))
+        return run_exit(atoi(argv[2]));
+    if (argc == 3 && !strcmp(argv[1], "exit-child"))
+        return exit_child(atoi(argv[2]));
     if (argc == 4 && !strcmp(argv[1], "flood"))
         return run_flood(atoi(argv[2]), atoi(argv[3]));
     if (argc == 4 && !strcmp(argv[1], "flood-child"))
         flooder(atoi(argv[2]), atoi(argv[3]));
-    fprintf(stderr, "usage: %s cycle N PORT | idle PORT | flood N PORT\n", argv[0]);
+    fprintf(stderr, "usage: %s cycle N PORT | idle PORT | exit PORT | flood N PORT\n", argv[0]);
     return 2;
 }
