@@ -352,8 +352,10 @@ SCM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
             ip[10] = ip[11] = 0xff;
     }
     int err = scm_dir_publish(i, port, ip);
-    if (!err)
+    if (!err) {
         i->state = SCM_LISTEN;
+        scm_cm_listened(scm_now_ns());
+    }
     UNLOCK();
     return err ? fail(err) : 0;
 }

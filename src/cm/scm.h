@@ -84,6 +84,15 @@ struct scm_id {
 };
 
 /* The process's CM service. All fields under lock. */
+/* A REQ that found no listener, held a while before its REJ (cm.c) */
+enum { SCM_HELD_MAX = 32 };
+struct scm_held {
+    uint64_t until_ns; /* 0: a free slot */
+    uint8_t sgid[16];
+    uint32_t len;
+    uint8_t mad[SCM_MAD_LEN];
+};
+
 struct scm_svc {
     pthread_mutex_t lock;
     bool up;
@@ -113,6 +122,7 @@ struct scm_svc {
     uint8_t cm_retries;    /* SOFTRDMA_CM_RETRIES: Max CM Retries */
     uint64_t keepalive_ns; /* SOFTRDMA_CM_KEEPALIVE_MS: probe interval, 0 off */
     int max_backlog;       /* SOFTRDMA_CM_MAX_BACKLOG */
+    struct scm_held held[SCM_HELD_MAX];
 };
 
 extern struct scm_svc scm_svc;

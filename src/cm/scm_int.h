@@ -54,6 +54,8 @@ bool scm_ip_is_loopback(const uint8_t ip[16]);
 /* cm.c: the MAD an open connection's id sends as it goes away (a DREQ,
  * or a REJ for an unanswered request) */
 void scm_cm_leave(struct scm_id *id);
+/* cm.c: a listener has appeared; the REQs held for it reach it */
+void scm_cm_listened(uint64_t now_ns);
 
 /* cm.c: the listener a REQ or SIDR REQ for service_id and address dst reaches */
 struct scm_id *scm_find_listener(uint64_t service_id, const uint8_t dst[16]);

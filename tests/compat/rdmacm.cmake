@@ -83,6 +83,17 @@ foreach(prog ib_send_bw ib_send_lat ib_write_bw ib_write_lat ib_read_bw ib_read_
   endif()
 endforeach()
 
+# the same between two network namespaces over a veth pair, each side's
+# device on its namespace's address (perftest_netns.sh; needs root)
+foreach(prog ib_write_bw ib_send_lat ib_atomic_lat)
+  if(SR_PT_${prog})
+    add_test(NAME compat.perftest_R_netns_${prog}
+             COMMAND ${SR_COMPAT_DIR}/perftest_netns.sh ${SR_LIBDIR} ${SR_PT_${prog}})
+    set_tests_properties(compat.perftest_R_netns_${prog} PROPERTIES
+                         LABELS "compat;debian-bin;netns" TIMEOUT 120 SKIP_RETURN_CODE 77)
+  endif()
+endforeach()
+
 find_program(QPERF qperf)
 if(QPERF)
   # the RC tests over rdma_cm; qperf's UD tests take no -cm1 (docs/CM.md)

@@ -29,6 +29,12 @@ set_tests_properties(compat.rdmacm_cycle compat.rdmacm_idle_peer_killed compat.r
                      PROPERTIES LABELS compat TIMEOUT 60
                      ENVIRONMENT_MODIFICATION LD_LIBRARY_PATH=path_list_prepend:${SR_LIBDIR})
 
+# a REQ that reaches the passive host before its rdma_listen
+add_test(NAME compat.rdmacm_late_listener_netns
+         COMMAND ${SR_COMPAT_DIR}/rdmacm_late_netns.sh ${SR_LIBDIR} $<TARGET_FILE:rdmacm_stress>)
+set_tests_properties(compat.rdmacm_late_listener_netns PROPERTIES
+                     LABELS "compat;netns" TIMEOUT 60 SKIP_RETURN_CODE 77)
+
 if(RPING)
   foreach(c reject stopped server client)
     add_test(NAME compat.rdmacm_fail_${c}

@@ -15,6 +15,12 @@
  *       main with its connection open: the server's id must see
  *       DISCONNECTED within 3 s (the DREQ the exiting process's CM sends,
  *       as the kernel's does), with liveness probes off.
+ *   rdmacm_stress late-server HOST PORT MS / late-client HOST PORT
+ *       the server calls rdma_listen on HOST only MS ms after it starts,
+ *       the client connects to HOST at once (run in two network
+ *       namespaces, its REQ arrives before the listener): the connection
+ *       is still made, a SEND arrives intact, and both sides see
+ *       DISCONNECTED after the client's rdma_disconnect.
  * Exit 0 on success, 1 with a message on failure. Every wait is bounded. */
 
 #include <arpa/inet.h>
@@ -125,10 +131,15 @@ static void nonblock(struct rdma_event_channel *ch)
     fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
 }
 
+/* the address every mode connects to and listens on: 127.0.0.1, or the
+ * late modes' HOST */
+static const char *host = "127.0.0.1";
+
 static struct sockaddr_in addr_of(int port)
 {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    if (inet_pton(AF_INET, host, &a.sin_addr) != 1)
+        die("not an IPv4 address: %s", host);
     return a;
 }
 
@@ -447,6 +458,51 @@ static int run_exit(int port)
     return 0;
 }
 
+/* ---- late: a REQ that comes before its listener ---- */
+static int late_server(int port, int ms)
+{
+    struct rdma_event_channel *lch = rdma_create_event_channel();
+    if (!lch)
+        die("channel");
+    /* the CM runs from the first id on, as a perftest server's does from
+     * its control connection: the REQ finds a CM, but no listener */
+    struct rdma_cm_id *l;
+    struct sockaddr_in a = addr_of(port);
+    if (rdma_create_id(lch, &l, NULL, RDMA_PS_TCP) || rdma_bind_addr(l, (struct sockaddr *)&a))
+        die("rdma_create_id/rdma_bind_addr");
+    usleep((useconds_t)ms * 1000);
+    if (rdma_listen(l, 4))
+        die("rdma_listen");
+    printf("server: listening on %s:%d\n", host, port);
+    fflush(stdout);
+    struct conn c;
+    server_accept(lch, &c, "server");
+    wait_wc(&c, IBV_WC_RECV, "server recv");
+    if (strcmp(c.buf, "hello across"))
+        die("server received \"%.16s\", not \"hello across\"", c.buf);
+    rdma_ack_cm_event(expect(lch, RDMA_CM_EVENT_DISCONNECTED, 10000, "server"));
+    printf("server: message intact, disconnected\n");
+    conn_free(&c);
+    return 0;
+}
+
+static int late_client(int port)
+{
+    struct rdma_event_channel *ch = rdma_create_event_channel();
+    if (!ch)
+        die("channel");
+    struct conn c;
+    double t0 = now_s();
+    client_connect(ch, &c, port, "client");
+    printf("client: established after %.2f s\n", now_s() - t0);
+    send_one(&c, "hello across");
+    if (rdma_disconnect(c.id))
+        die("rdma_disconnect");
+    rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED, 10000, "client"));
+    conn_free(&c);
+    return 0;
+}
+
 /* ---- flood ---- */
 static void flooder(int n, int port)
 {
@@ -568,6 +624,14 @@ int main(int argc, char **argv)
         return run_idle(atoi(argv[2]));
     if (argc == 3 && !strcmp(argv[1], "idle-child"))
         client_and_wait(atoi(argv[2]));
+    if (argc == 5 && !strcmp(argv[1], "late-server")) {
+        host = argv[2];
+        return late_server(atoi(argv[3]), atoi(argv[4]));
+    }
+    if (argc == 4 && !strcmp(argv[1], "late-client")) {
+        host = argv[2];
+        return late_client(atoi(argv[3]));
+    }
     if (argc == 3 && !strcmp(argv[1], "exit"))
         return run_exit(atoi(argv[2]));
     if (argc == 3 && !strcmp(argv[1], "exit-child"))
@@ -576,6 +640,9 @@ int main(int argc, char **argv)
         return run_flood(atoi(argv[2]), atoi(argv[3]));
     if (argc == 4 && !strcmp(argv[1], "flood-child"))
         flooder(atoi(argv[2]), atoi(argv[3]));
-    fprintf(stderr, "usage: %s cycle N PORT | idle PORT | exit PORT | flood N PORT\n", argv[0]);
+    fprintf(stderr,
+            "usage: %s cycle N PORT | idle PORT | exit PORT | flood N PORT | late-server HOST "
+            "PORT MS | late-client HOST PORT\n",
+            argv[0]);
     return 2;
 }
