@@ -101,11 +101,11 @@ struct scm_svc {
     struct ibv_pd *pd;
     struct ibv_xrcd *xrcd; /* opened on the first XRC id */
     struct ibv_comp_channel *cch;
-    struct ibv_cq *cq;
+    struct ibv_cq *cq;  /* QP1's receives, on cch */
+    struct ibv_cq *scq; /* QP1's sends (scm_svc_tx_reap) */
     struct ibv_qp *gsi;
     struct ibv_mr *mr;
-    uint8_t *buf; /* receive slots, then send slots */
-    uint32_t send_next;
+    uint8_t *buf;                /* receive slots, then send slots */
     uint32_t tx_posted, tx_done; /* MADs handed to QP1, and their completions */
     uint8_t gid[16];
     uint64_t guid;

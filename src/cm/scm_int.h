@@ -28,6 +28,7 @@ bool scm_port_in_use(uint16_t ps, uint16_t port);
 int scm_svc_up(void);
 void scm_svc_kick(void);
 void scm_send_mad(const uint8_t dgid[16], const uint8_t mad[SCM_MAD_LEN]);
+void scm_svc_tx_reap(void);
 
 /* cm.c: a MAD from sgid's QP1; the timers, returning the next deadline (0: none) */
 void scm_cm_rx(const uint8_t sgid[16], const uint8_t *mad, size_t len, uint64_t now_ns);

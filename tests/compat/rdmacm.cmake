@@ -55,8 +55,15 @@ if(CMTIME)
   sr_cm_both(compat.cmtime ${sr_cm_pair} cm:106
              ${CMTIME} -p @PORT@ -c 50 -- ${CMTIME} -s 127.0.0.1 -p @PORT@ -c 50 --
              "c:^connect +:" "c:^disconnect +:")
+  # 200 connects and disconnects at once, no MAD resent (Max CM Retries
+  # 0): QP1's queues take the burst of REQs, REPs and DREQs (docs/CM.md)
+  sr_cm_both(compat.cmtime_burst ${sr_cm_pair} cm:106
+             ${CMTIME} -p @PORT@ -c 200 -- ${CMTIME} -s 127.0.0.1 -p @PORT@ -c 200 --
+             "c:^connect +:" "c:^disconnect +:" "!c:^event: " "!s:^event: ")
   set_tests_properties(compat.cmtime_shm compat.cmtime_udp PROPERTIES
                        ENVIRONMENT_MODIFICATION "SR_SERVER_STAYS=set:1")
+  set_tests_properties(compat.cmtime_burst_shm compat.cmtime_burst_udp PROPERTIES
+                       ENVIRONMENT_MODIFICATION "SR_SERVER_STAYS=set:1;SOFTRDMA_CM_RETRIES=set:0")
 endif()
 
 find_program(UDADDY udaddy)
