@@ -14,6 +14,11 @@ add_test(NAME compat.rdmacm_flood COMMAND rdmacm_stress flood 2000 19873)
 # on a port of its own (ports.sh); both drivers: the DREQ must reach the
 # peer before the exiting process's device goes
 foreach(drv shm udp)
+  add_test(NAME compat.rdmacm_late_recv_${drv}
+           COMMAND sh -c ". ${SR_COMPAT_DIR}/ports.sh; p=$(sr_claim_port) || exit 1; trap 'sr_release_port $p' EXIT; $<TARGET_FILE:rdmacm_stress> rnr $p")
+  set_tests_properties(compat.rdmacm_late_recv_${drv} PROPERTIES LABELS compat TIMEOUT 60
+                       ENVIRONMENT "SOFTRDMA_SHM=$<IF:$<STREQUAL:${drv},shm>,1,0>"
+                       ENVIRONMENT_MODIFICATION LD_LIBRARY_PATH=path_list_prepend:${SR_LIBDIR})
   add_test(NAME compat.rdmacm_peer_exits_${drv}
            COMMAND sh -c ". ${SR_COMPAT_DIR}/ports.sh; p=$(sr_claim_port) || exit 1; trap 'sr_release_port $p' EXIT; $<TARGET_FILE:rdmacm_stress> exit $p")
   set_tests_properties(compat.rdmacm_peer_exits_${drv} PROPERTIES LABELS compat TIMEOUT 60

@@ -21,6 +21,10 @@
  *       namespaces, its REQ arrives before the listener): the connection
  *       is still made, a SEND arrives intact, and both sides see
  *       DISCONNECTED after the client's rdma_disconnect.
+ *   rdmacm_stress rnr PORT        a forked client (RNR Retry Count 1) sends
+ *       while the server's receive is posted only 100 ms after ESTABLISHED:
+ *       the SEND completes and arrives intact, as the RNR NAK timer the
+ *       CM gives a QP (the kernel's, 655.36 ms) allows.
  * Exit 0 on success, 1 with a message on failure. Every wait is bounded. */
 
 #include <arpa/inet.h>
@@ -32,6 +36,7 @@
 #include <rdma/rdma_cma.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +139,11 @@ static void nonblock(struct rdma_event_channel *ch)
 /* the address every mode connects to and listens on: 127.0.0.1, or the
  * late modes' HOST */
 static const char *host = "127.0.0.1";
+/* the RNR Retry Count every connect and accept asks for (7: no limit);
+ * whether a new QP's receive is posted at once (the rnr mode's server
+ * posts it late) */
+static uint8_t rnr_retry = 7;
+static bool recv_at_once = true;
 
 static struct sockaddr_in addr_of(int port)
 {
@@ -152,6 +162,8 @@ struct conn {
     char buf[64];
 };
 
+static void post_one_recv(struct conn *c);
+
 static void conn_qp(struct conn *c)
 {
     c->pd = ibv_alloc_pd(c->id->verbs);
@@ -166,6 +178,12 @@ static void conn_qp(struct conn *c)
         .cap = {.max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1, .max_recv_sge = 1}};
     if (rdma_create_qp(c->id, c->pd, &qa))
         die("rdma_create_qp");
+    if (recv_at_once)
+        post_one_recv(c);
+}
+
+static void post_one_recv(struct conn *c)
+{
     struct ibv_sge sge = {.addr = (uintptr_t)c->buf, .length = sizeof(c->buf), .lkey = c->mr->lkey};
     struct ibv_recv_wr wr = {.sg_list = &sge, .num_sge = 1}, *bad;
     if (ibv_post_recv(c->id->qp, &wr, &bad))
@@ -229,7 +247,7 @@ static void client_connect(struct rdma_event_channel *ch, struct conn *c, int po
         die("rdma_resolve_route");
     rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 5000, what));
     conn_qp(c);
-    struct rdma_conn_param p = {.retry_count = 7, .rnr_retry_count = 7};
+    struct rdma_conn_param p = {.retry_count = 7, .rnr_retry_count = rnr_retry};
     if (rdma_connect(c->id, &p))
         die("rdma_connect");
     rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ESTABLISHED, 10000, what));
@@ -243,7 +261,7 @@ static void server_accept(struct rdma_event_channel *lch, struct conn *c, const 
     c->id = e->id;
     rdma_ack_cm_event(e);
     conn_qp(c);
-    struct rdma_conn_param p = {.retry_count = 7, .rnr_retry_count = 7};
+    struct rdma_conn_param p = {.retry_count = 7, .rnr_retry_count = rnr_retry};
     if (rdma_accept(c->id, &p))
         die("rdma_accept");
     rdma_ack_cm_event(expect(lch, RDMA_CM_EVENT_ESTABLISHED, 10000, what));
@@ -458,6 +476,56 @@ static int run_exit(int port)
     return 0;
 }
 
+/* ---- rnr: a receive posted after the peer's SEND arrives ---- */
+static int rnr_child(int port)
+{
+    rnr_retry = 1;
+    struct rdma_event_channel *ch = rdma_create_event_channel();
+    if (!ch)
+        die("child: channel");
+    struct conn c;
+    client_connect(ch, &c, port, "child");
+    send_one(&c, "posted late"); /* dies on RNR retry exceeded */
+    printf("child: SEND completed\n");
+    if (rdma_disconnect(c.id))
+        die("rdma_disconnect");
+    rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED, 10000, "child"));
+    conn_free(&c);
+    return 0;
+}
+
+static int run_rnr(int port)
+{
+    struct rdma_event_channel *lch = rdma_create_event_channel();
+    if (!lch)
+        die("channel");
+    listen_on(lch, port, 4);
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) {
+        char p[16];
+        snprintf(p, sizeof(p), "%d", port);
+        execl("/proc/self/exe", "rdmacm_stress", "rnr-child", p, (char *)NULL);
+        _exit(127);
+    }
+    struct conn c;
+    recv_at_once = false;
+    server_accept(lch, &c, "server");
+    usleep(100000);
+    post_one_recv(&c);
+    wait_wc(&c, IBV_WC_RECV, "server recv");
+    if (strcmp(c.buf, "posted late"))
+        die("server received \"%.16s\", not \"posted late\"", c.buf);
+    int st;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+        die("the client did not exit 0 (status %#x)", st);
+    printf("server: the late receive got the message\n");
+    rdma_ack_cm_event(expect(lch, RDMA_CM_EVENT_DISCONNECTED, 10000, "server"));
+    conn_free(&c);
+    return 0;
+}
+
 /* ---- late: a REQ that comes before its listener ---- */
 static int late_server(int port, int ms)
 {
@@ -632,6 +700,10 @@ int main(int argc, char **argv)
         host = argv[2];
         return late_client(atoi(argv[3]));
     }
+    if (argc == 3 && !strcmp(argv[1], "rnr"))
+        return run_rnr(atoi(argv[2]));
+    if (argc == 3 && !strcmp(argv[1], "rnr-child"))
+        return rnr_child(atoi(argv[2]));
     if (argc == 3 && !strcmp(argv[1], "exit"))
         return run_exit(atoi(argv[2]));
     if (argc == 3 && !strcmp(argv[1], "exit-child"))
@@ -641,7 +713,8 @@ int main(int argc, char **argv)
     if (argc == 4 && !strcmp(argv[1], "flood-child"))
         flooder(atoi(argv[2]), atoi(argv[3]));
     fprintf(stderr,
-            "usage: %s cycle N PORT | idle PORT | exit PORT | flood N PORT | late-server HOST "
+            "usage: %s cycle N PORT | idle PORT | exit PORT | rnr PORT | flood N PORT | "
+            "late-server HOST "
             "PORT MS | late-client HOST PORT\n",
             argv[0]);
     return 2;
