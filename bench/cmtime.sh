@@ -24,12 +24,13 @@
 #   CMTIME        the cmtime binary (cmtime on PATH)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../tests/compat/ports.sh
 . "$here/../tests/compat/ports.sh"
 reps=${1:-5} conns=${2:-100}
 build=${BENCH_BUILD:-$here/../build}
 lib=$(cd "$build/lib" && pwd) || { echo "no $build/lib: build first" >&2; exit 1; }
 cmtime=${CMTIME:-$(command -v cmtime)} || { echo "no cmtime (apt-get install rdmacm-utils)" >&2; exit 1; }
-tmp=$(mktemp -d) spid= port=
+tmp=$(mktemp -d) spid='' port=''
 trap '[ -n "$spid" ] && kill $spid 2>/dev/null; rm -rf "$tmp"; sr_release_port "$port"' EXIT
 
 # one cmtime run on path $1 (shm|udp), its step lines appended to $tmp/all

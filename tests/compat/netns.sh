@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # netns.sh: sourced by the compat scripts that run a pair across network
 # namespaces. sr_netns_up makes namespaces $na and $nb joined by a veth
 # pair ($va 10.233.0.1/24 in A, $vb 10.233.0.2/24 in B), or exits 77 when

@@ -10,6 +10,7 @@
 set -u
 lib=$1 prog=$2
 shift 2
+# shellcheck source=netns.sh
 . "$(dirname "$0")/netns.sh"
 sr_netns_up
 port=18515 # the namespaces are this test's alone

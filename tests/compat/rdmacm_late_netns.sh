@@ -7,6 +7,7 @@
 # namespaces.
 set -u
 lib=$1 stress=$2
+# shellcheck source=netns.sh
 . "$(dirname "$0")/netns.sh"
 sr_netns_up
 ip netns exec "$na" env LD_LIBRARY_PATH="$lib" SOFTRDMA_ADDR=10.233.0.1 \

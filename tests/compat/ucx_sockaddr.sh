@@ -20,7 +20,7 @@ ex=/usr/share/doc/libucx-dev/examples
 . "$(dirname "$0")/ucx_env.sh"
 # shellcheck source=ports.sh
 . "$(dirname "$0")/ports.sh"
-tmp=$(mktemp -d) spid= port=
+tmp=$(mktemp -d) spid='' port=''
 trap '[ -n "$spid" ] && kill $spid 2>/dev/null; rm -rf "$tmp"; sr_release_port "$port"' EXIT
 cp $ex/*.c $ex/*.h "$tmp/"
 cc -O1 -o "$tmp/ucp_cs" "$tmp/ucp_client_server.c" -lucp -lucs 2>"$tmp/cc" ||
