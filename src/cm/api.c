@@ -216,24 +216,7 @@ SCM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
         return fail(EINVAL);
     struct scm_id *i = sid(id);
     LOCK();
-    /* leaving an open connection: the peer hears a DREQ (IBA 12.9.6.8) */
-    if (id->qp_type != IBV_QPT_UD && (i->state == SCM_ESTABLISHED || i->state == SCM_REP_SENT)) {
-        struct scm_mad m = {.attr_id = SCM_ATTR_DREQ,
-                            .local_comm_id = i->local_comm_id,
-                            .remote_comm_id = i->remote_comm_id,
-                            .qpn = i->remote_qpn};
-        uint8_t buf[SCM_MAD_LEN];
-        if (!scm_mad_encode(&m, buf))
-            scm_send_mad(i->peer_gid, buf);
-    } else if (i->state == SCM_REQ_RCVD) {
-        uint8_t buf[SCM_MAD_LEN];
-        struct scm_mad m = {.attr_id = SCM_ATTR_REJ,
-                            .local_comm_id = i->local_comm_id,
-                            .remote_comm_id = i->remote_comm_id,
-                            .reason = SCM_REJ_CONSUMER};
-        if (!scm_mad_encode(&m, buf))
-            scm_send_mad(i->peer_gid, buf);
-    }
+    scm_cm_leave(i);
     scm_dir_unpublish(i);
     for (struct scm_id **pp = &scm_svc.ids; *pp; pp = &(*pp)->next)
         if (*pp == i) {
@@ -369,8 +352,10 @@ SCM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
             ip[10] = ip[11] = 0xff;
     }
     int err = scm_dir_publish(i, port, ip);
-    if (!err)
+    if (!err) {
         i->state = SCM_LISTEN;
+        scm_cm_listened(scm_now_ns());
+    }
     UNLOCK();
     return err ? fail(err) : 0;
 }

@@ -29,6 +29,8 @@ enum {
 };
 static const uint64_t TIMEWAIT_NS =
     2000000000ull; /* twice a packet lifetime, generously (IBA 12.9.7) */
+/* How long a REQ that finds no listener waits for one (see rx_req) */
+static const uint64_t HOLD_NS = 2000000000ull;
 
 /* ---- addresses ---- */
 int scm_sa_ip(const struct sockaddr *sa, uint8_t ip[16], uint16_t *port)
@@ -254,7 +256,46 @@ static int pending_reqs(struct scm_id *l)
     return n;
 }
 
-static void rx_req(const uint8_t sgid[16], const struct scm_mad *m, uint64_t now_ns)
+/* A REQ for a service nobody listens on yet is held up to HOLD_NS before
+ * its REJ "invalid service ID": rdma_cm consumers tell their peer to
+ * connect just before they call rdma_listen (perftest's -R server, for the
+ * measured QPs), and between hosts that REQ can arrive first. The
+ * requester resends only after 2 x packet lifetime + our response timeout
+ * (IBA 12.7.31, 4.8 s by default), so the hold stays inside the time it
+ * allows us; a listener that appears meanwhile takes the REQ (scm_cm_listened).
+ * A loopback connect waits for the listener directory instead (api.c), so
+ * a REQ from our own GID, the end of that wait, is answered at once.
+ * Returns false when it is not held: no room, or from our own GID. */
+static bool hold_req(const uint8_t sgid[16], const uint8_t *buf, size_t len,
+                     const struct scm_mad *m, uint64_t now_ns)
+{
+    if (!memcmp(sgid, scm_svc.gid, 16) || len > SCM_MAD_LEN)
+        return false;
+    struct scm_held *free_slot = NULL;
+    for (int k = 0; k < SCM_HELD_MAX; k++) {
+        struct scm_held *h = &scm_svc.held[k];
+        if (!h->until_ns) {
+            if (!free_slot)
+                free_slot = h;
+            continue;
+        }
+        /* a resend of a held REQ: it is held already */
+        struct scm_mad o;
+        if (!memcmp(h->sgid, sgid, 16) && !scm_mad_decode(h->mad, h->len, &o) &&
+            o.local_comm_id == m->local_comm_id)
+            return true;
+    }
+    if (!free_slot)
+        return false;
+    free_slot->until_ns = now_ns + HOLD_NS;
+    memcpy(free_slot->sgid, sgid, 16);
+    memcpy(free_slot->mad, buf, len);
+    free_slot->len = (uint32_t)len;
+    return true;
+}
+
+static void rx_req(const uint8_t sgid[16], const struct scm_mad *m, const uint8_t *buf, size_t len,
+                   uint64_t now_ns)
 {
     /* a duplicate REQ (IBA 12.9.6.2): repeat the REP, or stay silent */
     for (struct scm_id *i = scm_svc.ids; i; i = i->next)
@@ -276,6 +317,8 @@ static void rx_req(const uint8_t sgid[16], const struct scm_mad *m, uint64_t now
         dst[10] = dst[11] = src[10] = src[11] = 0xff;
     }
     struct scm_id *l = scm_find_listener(m->service_id, dst);
+    if (!l && buf && hold_req(sgid, buf, len, m, now_ns))
+        return;
     /* a listener takes the transport its id was made for */
     uint8_t want = l && l->id.qp_type == IBV_QPT_XRC_RECV ? SCM_TS_XRC : SCM_TS_RC;
     if (!l || m->transport != want || l->id.qp_type == IBV_QPT_UD) {
@@ -331,7 +374,6 @@ static void rx_req(const uint8_t sgid[16], const struct scm_mad *m, uint64_t now
     e->ev.param.conn.rnr_retry_count = m->rnr_retry;
     e->ev.param.conn.srq = m->srq;
     e->ev.param.conn.qp_num = m->qpn;
-    (void)now_ns;
     /* the request reaches the listener's channel; a synchronous
      * listener's requests have channels of their own afterwards */
     struct scm_channel *c = sr_container_of(l->id.channel, struct scm_channel, ch);
@@ -414,6 +456,31 @@ static void rx_rej(const struct scm_mad *m)
     struct scm_event *e = ev_priv(id, t, m->reason, m, 0);
     if (e)
         scm_event_send(id, e);
+}
+
+/* An id that goes away while its connection is open, by rdma_destroy_id
+ * or with its process's exit: the peer hears a DREQ for an established
+ * connection (IBA 12.9.6.8) and a REJ for a request nobody will accept,
+ * as the kernel's CM does for the ids of a process that closes them. The
+ * id is left in DREQ_SENT, so a DREQ crossing ours still gets its DREP
+ * (12.9.6.9) while the process remains; nothing is resent. */
+void scm_cm_leave(struct scm_id *id)
+{
+    if (id->id.qp_type == IBV_QPT_UD)
+        return;
+    if (id->state == SCM_ESTABLISHED || id->state == SCM_REP_SENT) {
+        struct scm_mad m = {.attr_id = SCM_ATTR_DREQ,
+                            .tid = ((uint64_t)id->local_comm_id << 32) | 2,
+                            .local_comm_id = id->local_comm_id,
+                            .remote_comm_id = id->remote_comm_id,
+                            .qpn = id->remote_qpn};
+        send_kept(id, &m, false, 0);
+        id->state = SCM_DREQ_SENT;
+        id->ka_next_ns = 0;
+    } else if (id->state == SCM_REQ_RCVD) {
+        send_rej(id->peer_gid, id->local_comm_id, id->remote_comm_id, 0, SCM_REJ_CONSUMER, NULL, 0);
+        id->state = SCM_CLOSED;
+    }
 }
 
 static void send_drep(struct scm_id *id, uint64_t now_ns)
@@ -564,7 +631,7 @@ void scm_cm_rx(const uint8_t sgid[16], const uint8_t *buf, size_t len, uint64_t 
         rx_class_port_info(sgid, &m);
         break;
     case SCM_ATTR_REQ:
-        rx_req(sgid, &m, now_ns);
+        rx_req(sgid, &m, buf, len, now_ns);
         break;
     case SCM_ATTR_REP:
         rx_rep(&m, now_ns);
@@ -595,9 +662,54 @@ void scm_cm_rx(const uint8_t sgid[16], const uint8_t *buf, size_t len, uint64_t 
     }
 }
 
-uint64_t scm_cm_timers(uint64_t now_ns)
+/* A listener has appeared: the held REQs it serves are its requests now,
+ * in the order they came. */
+void scm_cm_listened(uint64_t now_ns)
+{
+    for (int k = 0; k < SCM_HELD_MAX; k++) {
+        struct scm_held *h = &scm_svc.held[k];
+        struct scm_mad m;
+        struct scm_iphdr ih;
+        if (!h->until_ns || scm_mad_decode(h->mad, h->len, &m) ||
+            scm_iphdr_decode(m.priv, m.priv_len, &ih))
+            continue;
+        uint8_t dst[16];
+        memcpy(dst, ih.dst, 16);
+        if (ih.ip_ver == 4) {
+            memset(dst, 0, 10);
+            dst[10] = dst[11] = 0xff;
+        }
+        if (!scm_find_listener(m.service_id, dst))
+            continue;
+        h->until_ns = 0;
+        rx_req(h->sgid, &m, NULL, 0, now_ns);
+    }
+}
+
+/* Held REQs whose time is up get the REJ they were spared (IBA 12.6.7.2,
+ * reason 8); returns the earliest deadline left, 0 for none. */
+static uint64_t held_timers(uint64_t now_ns)
 {
     uint64_t next = 0;
+    for (int k = 0; k < SCM_HELD_MAX; k++) {
+        struct scm_held *h = &scm_svc.held[k];
+        if (!h->until_ns)
+            continue;
+        struct scm_mad m;
+        if (h->until_ns <= now_ns) {
+            h->until_ns = 0;
+            if (!scm_mad_decode(h->mad, h->len, &m))
+                send_rej(h->sgid, 0, m.local_comm_id, 0, SCM_REJ_INVALID_SERVICE_ID, NULL, 0);
+        } else if (!next || h->until_ns < next) {
+            next = h->until_ns;
+        }
+    }
+    return next;
+}
+
+uint64_t scm_cm_timers(uint64_t now_ns)
+{
+    uint64_t next = held_timers(now_ns);
     for (struct scm_id *i = scm_svc.ids; i; i = i->next) {
         if (i->deadline_ns && i->deadline_ns <= now_ns) {
             i->deadline_ns = 0;

@@ -44,7 +44,11 @@ SCM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *a, i
         a->dest_qp_num = i->remote_qpn;
         a->rq_psn = i->remote_psn;
         a->max_dest_rd_atomic = i->init_depth ? i->init_depth : 1;
-        a->min_rnr_timer = 12;
+        /* RNR NAK timer code 0, 655.36 ms (IBA 9.7.5.2.8, Table 45), as
+         * the kernel's CM sets it: with the RNR Retry Count of a connect
+         * (often 5 or less) a peer that posts its receive a few ms late,
+         * as a descheduled process does, must not fail the sender */
+        a->min_rnr_timer = 0;
         a->ah_attr.is_global = 1;
         a->ah_attr.port_num = 1;
         a->ah_attr.grh.sgid_index = 0;

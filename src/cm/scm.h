@@ -84,6 +84,15 @@ struct scm_id {
 };
 
 /* The process's CM service. All fields under lock. */
+/* A REQ that found no listener, held a while before its REJ (cm.c) */
+enum { SCM_HELD_MAX = 32 };
+struct scm_held {
+    uint64_t until_ns; /* 0: a free slot */
+    uint8_t sgid[16];
+    uint32_t len;
+    uint8_t mad[SCM_MAD_LEN];
+};
+
 struct scm_svc {
     pthread_mutex_t lock;
     bool up;
@@ -92,11 +101,12 @@ struct scm_svc {
     struct ibv_pd *pd;
     struct ibv_xrcd *xrcd; /* opened on the first XRC id */
     struct ibv_comp_channel *cch;
-    struct ibv_cq *cq;
+    struct ibv_cq *cq;  /* QP1's receives, on cch */
+    struct ibv_cq *scq; /* QP1's sends (scm_svc_tx_reap) */
     struct ibv_qp *gsi;
     struct ibv_mr *mr;
-    uint8_t *buf; /* receive slots, then send slots */
-    uint32_t send_next;
+    uint8_t *buf;                /* receive slots, then send slots */
+    uint32_t tx_posted, tx_done; /* MADs handed to QP1, and their completions */
     uint8_t gid[16];
     uint64_t guid;
     uint8_t max_resp_res, max_init_depth; /* the device's RDMA read/atomic depths */
@@ -112,6 +122,7 @@ struct scm_svc {
     uint8_t cm_retries;    /* SOFTRDMA_CM_RETRIES: Max CM Retries */
     uint64_t keepalive_ns; /* SOFTRDMA_CM_KEEPALIVE_MS: probe interval, 0 off */
     int max_backlog;       /* SOFTRDMA_CM_MAX_BACKLOG */
+    struct scm_held held[SCM_HELD_MAX];
 };
 
 extern struct scm_svc scm_svc;

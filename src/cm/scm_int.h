@@ -28,6 +28,7 @@ bool scm_port_in_use(uint16_t ps, uint16_t port);
 int scm_svc_up(void);
 void scm_svc_kick(void);
 void scm_send_mad(const uint8_t dgid[16], const uint8_t mad[SCM_MAD_LEN]);
+void scm_svc_tx_reap(void);
 
 /* cm.c: a MAD from sgid's QP1; the timers, returning the next deadline (0: none) */
 void scm_cm_rx(const uint8_t sgid[16], const uint8_t *mad, size_t len, uint64_t now_ns);
@@ -51,6 +52,11 @@ struct scm_id *scm_id_new(struct rdma_event_channel *ch, void *ctx, enum rdma_po
 void scm_cm_config(void);
 void scm_cm_arm(struct scm_id *id, uint64_t now_ns);
 bool scm_ip_is_loopback(const uint8_t ip[16]);
+/* cm.c: the MAD an open connection's id sends as it goes away (a DREQ,
+ * or a REJ for an unanswered request) */
+void scm_cm_leave(struct scm_id *id);
+/* cm.c: a listener has appeared; the REQs held for it reach it */
+void scm_cm_listened(uint64_t now_ns);
 
 /* cm.c: the listener a REQ or SIDR REQ for service_id and address dst reaches */
 struct scm_id *scm_find_listener(uint64_t service_id, const uint8_t dst[16]);

@@ -17,7 +17,11 @@
 
 struct scm_svc scm_svc = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-enum { RX_SLOTS = 64, TX_SLOTS = 64, SLOT = SR_GRH + SCM_MAD_LEN };
+/* QP1's queues as deep as the kernel's MAD layer makes them (512 receives,
+ * ib_mad's recv_queue_size): a UD receive queue that runs dry drops what
+ * comes (IBA 11.4.1.2, no RNR for UD), and a burst of connects (cmtime
+ * -c 100 posts 100 REQs at once) then waits out a resend, 4.8 s. */
+enum { RX_SLOTS = 512, TX_SLOTS = 256, SLOT = SR_GRH + SCM_MAD_LEN };
 
 uint64_t scm_now_ns(void)
 {
@@ -223,6 +227,15 @@ static int post_recv_slot(uint32_t i)
     return ibv_post_recv(scm_svc.gsi, &wr, &bad);
 }
 
+/* QP1's send completions, each a send slot free again */
+void scm_svc_tx_reap(void)
+{
+    struct ibv_wc wc[16];
+    int n;
+    while ((n = ibv_poll_cq(scm_svc.scq, 16, wc)) > 0)
+        scm_svc.tx_done += (uint32_t)n;
+}
+
 void scm_send_mad(const uint8_t dgid[16], const uint8_t mad[SCM_MAD_LEN])
 {
     struct scm_svc *s = &scm_svc;
@@ -233,10 +246,23 @@ void scm_send_mad(const uint8_t dgid[16], const uint8_t mad[SCM_MAD_LEN])
     struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1};
     memcpy(aa.grh.dgid.raw, dgid, 16);
     aa.grh.hop_limit = 64;
+    /* A send slot is free once its completion is in: QP1's send queue
+     * completes in order (IBA 10.8.3), so with fewer than TX_SLOTS
+     * outstanding, slot tx_posted % TX_SLOTS is not in flight. A full
+     * queue gets at most 10 ms to drain; after that the MAD is lost and
+     * the timers resend it. */
+    scm_svc_tx_reap();
+    for (int n = 0; s->tx_posted - s->tx_done >= TX_SLOTS && n < 10000; n++) {
+        struct timespec ts = {.tv_nsec = 1000};
+        nanosleep(&ts, NULL);
+        scm_svc_tx_reap();
+    }
+    if (s->tx_posted - s->tx_done >= TX_SLOTS)
+        return;
     struct ibv_ah *ah = ibv_create_ah(s->pd, &aa);
     if (!ah)
         return; /* a lost MAD: the timers resend it */
-    uint32_t slot = RX_SLOTS + s->send_next++ % TX_SLOTS;
+    uint32_t slot = RX_SLOTS + s->tx_posted % TX_SLOTS;
     uint8_t *p = s->buf + (size_t)slot * SLOT;
     memcpy(p, mad, SCM_MAD_LEN);
     struct ibv_sge sge = {.addr = (uintptr_t)p, .length = SCM_MAD_LEN, .lkey = s->mr->lkey};
@@ -249,7 +275,8 @@ void scm_send_mad(const uint8_t dgid[16], const uint8_t mad[SCM_MAD_LEN])
     wr.wr.ud.ah = ah;
     wr.wr.ud.remote_qpn = 1;
     wr.wr.ud.remote_qkey = SCM_GSI_QKEY; /* IBA 13.5.1.1: QP1 takes Q_Key 0x80010000 */
-    ibv_post_send(s->gsi, &wr, &bad);
+    if (!ibv_post_send(s->gsi, &wr, &bad))
+        s->tx_posted++;
     ibv_destroy_ah(ah);
 }
 
@@ -296,10 +323,12 @@ int scm_svc_up(void)
     s->cch = ibv_create_comp_channel(s->verbs);
     if (!s->pd || !s->cch)
         goto fail;
-    s->cq = ibv_create_cq(s->verbs, RX_SLOTS + TX_SLOTS, NULL, s->cch, 0);
-    if (!s->cq)
+    s->cq = ibv_create_cq(s->verbs, RX_SLOTS, NULL, s->cch, 0);
+    /* sends complete into a CQ of their own, reaped by whoever sends next */
+    s->scq = ibv_create_cq(s->verbs, TX_SLOTS, NULL, NULL, 0);
+    if (!s->cq || !s->scq)
         goto fail;
-    struct ibv_qp_init_attr ia = {.send_cq = s->cq,
+    struct ibv_qp_init_attr ia = {.send_cq = s->scq,
                                   .recv_cq = s->cq,
                                   .qp_type = IBV_QPT_UD,
                                   .cap = {.max_send_wr = TX_SLOTS,
@@ -365,12 +394,11 @@ static void svc_rx(uint64_t now_ns)
     int n;
     while ((n = ibv_poll_cq(s->cq, 16, wc)) > 0) {
         for (int i = 0; i < n; i++) {
-            if (wc[i].wr_id >= RX_SLOTS)
-                continue; /* a send slot, free again */
             uint8_t *p = s->buf + wc[i].wr_id * SLOT;
-            if (s->trace)
-                fprintf(stderr, "softrdma cm: %d wc status %d len %u op %d\n", (int)getpid(),
-                        wc[i].status, wc[i].byte_len, wc[i].opcode);
+            if (s->trace && wc[i].byte_len >= SR_GRH + 18)
+                fprintf(stderr, "softrdma cm: %d recv %s (wc status %d)\n", (int)getpid(),
+                        scm_attr_name((uint16_t)(p[SR_GRH + 16] << 8 | p[SR_GRH + 17])),
+                        wc[i].status);
             if (wc[i].status == IBV_WC_SUCCESS && wc[i].byte_len >= SR_GRH) {
                 /* The sender's GID: from the GRH (IBA 8.3.1), or on RoCEv2
                  * over IPv4 from the IPv4 header in its last 20 bytes
@@ -424,4 +452,44 @@ static void *svc_thread(void *arg)
         pthread_mutex_unlock(&s->lock);
     }
     return NULL;
+}
+
+/* A process that exits with connections open: the kernel's rdma_cm closes
+ * its ids for it, and their peers hear DREQs (or REJs); a peer waiting for
+ * DISCONNECTED or for the DREP to its own DREQ would otherwise wait out
+ * every retry (77 s). perftest's ib_atomic_lat -R server returns from main
+ * with its connection open. This runs before libibverbs' destructor takes
+ * the device's mailbox away (librdmacm depends on it, so its destructors
+ * run first), and is bounded: the lock at most 100 ms, then at most 200 ms
+ * until QP1 has completed the MADs. */
+__attribute__((destructor)) static void svc_fini(void)
+{
+    struct scm_svc *s = &scm_svc;
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_nsec += 100000000;
+    if (dl.tv_nsec >= 1000000000) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000;
+    }
+    if (pthread_mutex_timedlock(&s->lock, &dl))
+        return;
+    if (!s->up) {
+        pthread_mutex_unlock(&s->lock);
+        return;
+    }
+    uint32_t before = s->tx_posted;
+    for (struct scm_id *i = s->ids; i; i = i->next)
+        scm_cm_leave(i);
+    uint32_t want = s->tx_posted;
+    bool wait = want != before;
+    pthread_mutex_unlock(&s->lock);
+    for (int n = 0; wait && n < 200; n++) {
+        pthread_mutex_lock(&s->lock);
+        scm_svc_tx_reap();
+        wait = (int32_t)(want - s->tx_done) > 0;
+        pthread_mutex_unlock(&s->lock);
+        if (wait)
+            usleep(1000);
+    }
 }

@@ -6,7 +6,7 @@
 # listener on the port) or none (the server's fixed port is locked
 # through ctest's RESOURCE_LOCK). Both sides exit 0 within 60 s, and each
 # EXPECT, "c:REGEX" or "s:REGEX", matches the client's or the server's
-# output. A server that never exits by design (cmtime) is named with
+# output ("!c:REGEX", "!s:REGEX": matches no line of it). A server that never exits by design (cmtime) is named with
 # SR_SERVER_STAYS=1: it is stopped once the client is done.
 set -u
 . "$(dirname "$0")/ports.sh"
@@ -55,8 +55,17 @@ echo "--- client:$cli (exit $crc)"; tail -n 30 "$tmp/c"
 [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] || { echo "FAIL: exit codes server=$src client=$crc"; exit 1; }
 if [ -f "$tmp/expect" ]; then
     while IFS= read -r e; do
-        f=$tmp/${e%%:*}
-        grep -qE -- "${e#?:}" "$f" || { echo "FAIL: ${e%%:*} lacks /${e#?:}/"; exit 1; }
+        case $e in
+        !*)
+            e=${e#!}
+            f=$tmp/${e%%:*}
+            ! grep -E -- "${e#?:}" "$f" || { echo "FAIL: ${e%%:*} has /${e#?:}/"; exit 1; }
+            ;;
+        *)
+            f=$tmp/${e%%:*}
+            grep -qE -- "${e#?:}" "$f" || { echo "FAIL: ${e%%:*} lacks /${e#?:}/"; exit 1; }
+            ;;
+        esac
     done <"$tmp/expect"
 fi
 echo PASS

@@ -11,6 +11,20 @@ set_target_properties(rdmacm_stress PROPERTIES BUILD_RPATH ${SR_LIBDIR})
 add_test(NAME compat.rdmacm_cycle COMMAND rdmacm_stress cycle 1000 19871)
 add_test(NAME compat.rdmacm_idle_peer_killed COMMAND rdmacm_stress idle 19872)
 add_test(NAME compat.rdmacm_flood COMMAND rdmacm_stress flood 2000 19873)
+# on a port of its own (ports.sh); both drivers: the DREQ must reach the
+# peer before the exiting process's device goes
+foreach(drv shm udp)
+  add_test(NAME compat.rdmacm_late_recv_${drv}
+           COMMAND sh -c ". ${SR_COMPAT_DIR}/ports.sh; p=$(sr_claim_port) || exit 1; trap 'sr_release_port $p' EXIT; $<TARGET_FILE:rdmacm_stress> rnr $p")
+  set_tests_properties(compat.rdmacm_late_recv_${drv} PROPERTIES LABELS compat TIMEOUT 60
+                       ENVIRONMENT "SOFTRDMA_SHM=$<IF:$<STREQUAL:${drv},shm>,1,0>"
+                       ENVIRONMENT_MODIFICATION LD_LIBRARY_PATH=path_list_prepend:${SR_LIBDIR})
+  add_test(NAME compat.rdmacm_peer_exits_${drv}
+           COMMAND sh -c ". ${SR_COMPAT_DIR}/ports.sh; p=$(sr_claim_port) || exit 1; trap 'sr_release_port $p' EXIT; $<TARGET_FILE:rdmacm_stress> exit $p")
+  set_tests_properties(compat.rdmacm_peer_exits_${drv} PROPERTIES LABELS compat TIMEOUT 60
+                       ENVIRONMENT "SOFTRDMA_CM_KEEPALIVE_MS=0;SOFTRDMA_SHM=$<IF:$<STREQUAL:${drv},shm>,1,0>"
+                       ENVIRONMENT_MODIFICATION LD_LIBRARY_PATH=path_list_prepend:${SR_LIBDIR})
+endforeach()
 # UDP: over shm the process's own ring backlog to itself grows (doubling,
 # capped by the shm driver) and would hide what the CM keeps per cycle
 set_tests_properties(compat.rdmacm_cycle PROPERTIES ENVIRONMENT SOFTRDMA_SHM=0)
@@ -19,6 +33,12 @@ set_tests_properties(compat.rdmacm_idle_peer_killed PROPERTIES
 set_tests_properties(compat.rdmacm_cycle compat.rdmacm_idle_peer_killed compat.rdmacm_flood
                      PROPERTIES LABELS compat TIMEOUT 60
                      ENVIRONMENT_MODIFICATION LD_LIBRARY_PATH=path_list_prepend:${SR_LIBDIR})
+
+# a REQ that reaches the passive host before its rdma_listen
+add_test(NAME compat.rdmacm_late_listener_netns
+         COMMAND ${SR_COMPAT_DIR}/rdmacm_late_netns.sh ${SR_LIBDIR} $<TARGET_FILE:rdmacm_stress>)
+set_tests_properties(compat.rdmacm_late_listener_netns PROPERTIES
+                     LABELS "compat;netns" TIMEOUT 60 SKIP_RETURN_CODE 77)
 
 if(RPING)
   foreach(c reject stopped server client)

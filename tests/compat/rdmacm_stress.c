@@ -11,6 +11,20 @@
  *       while a forked second CM sends N REQs: at most 8 CONNECT_REQUESTs
  *       wait, RSS grows under 4 MB, and once the flooder is gone the
  *       listener accepts a legitimate client and a SEND goes through.
+ *   rdmacm_stress exit PORT       a forked client connects and returns from
+ *       main with its connection open: the server's id must see
+ *       DISCONNECTED within 3 s (the DREQ the exiting process's CM sends,
+ *       as the kernel's does), with liveness probes off.
+ *   rdmacm_stress late-server HOST PORT MS / late-client HOST PORT
+ *       the server calls rdma_listen on HOST only MS ms after it starts,
+ *       the client connects to HOST at once (run in two network
+ *       namespaces, its REQ arrives before the listener): the connection
+ *       is still made, a SEND arrives intact, and both sides see
+ *       DISCONNECTED after the client's rdma_disconnect.
+ *   rdmacm_stress rnr PORT        a forked client (RNR Retry Count 1) sends
+ *       while the server's receive is posted only 100 ms after ESTABLISHED:
+ *       the SEND completes and arrives intact, as the RNR NAK timer the
+ *       CM gives a QP (the kernel's, 655.36 ms) allows.
  * Exit 0 on success, 1 with a message on failure. Every wait is bounded. */
 
 #include <arpa/inet.h>
@@ -22,6 +36,7 @@
 #include <rdma/rdma_cma.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,10 +136,20 @@ static void nonblock(struct rdma_event_channel *ch)
     fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
 }
 
+/* the address every mode connects to and listens on: 127.0.0.1, or the
+ * late modes' HOST */
+static const char *host = "127.0.0.1";
+/* the RNR Retry Count every connect and accept asks for (7: no limit);
+ * whether a new QP's receive is posted at once (the rnr mode's server
+ * posts it late) */
+static uint8_t rnr_retry = 7;
+static bool recv_at_once = true;
+
 static struct sockaddr_in addr_of(int port)
 {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    if (inet_pton(AF_INET, host, &a.sin_addr) != 1)
+        die("not an IPv4 address: %s", host);
     return a;
 }
 
@@ -136,6 +161,8 @@ struct conn {
     struct ibv_mr *mr;
     char buf[64];
 };
+
+static void post_one_recv(struct conn *c);
 
 static void conn_qp(struct conn *c)
 {
@@ -151,6 +178,12 @@ static void conn_qp(struct conn *c)
         .cap = {.max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1, .max_recv_sge = 1}};
     if (rdma_create_qp(c->id, c->pd, &qa))
         die("rdma_create_qp");
+    if (recv_at_once)
+        post_one_recv(c);
+}
+
+static void post_one_recv(struct conn *c)
+{
     struct ibv_sge sge = {.addr = (uintptr_t)c->buf, .length = sizeof(c->buf), .lkey = c->mr->lkey};
     struct ibv_recv_wr wr = {.sg_list = &sge, .num_sge = 1}, *bad;
     if (ibv_post_recv(c->id->qp, &wr, &bad))
@@ -214,7 +247,7 @@ static void client_connect(struct rdma_event_channel *ch, struct conn *c, int po
         die("rdma_resolve_route");
     rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 5000, what));
     conn_qp(c);
-    struct rdma_conn_param p = {.retry_count = 7, .rnr_retry_count = 7};
+    struct rdma_conn_param p = {.retry_count = 7, .rnr_retry_count = rnr_retry};
     if (rdma_connect(c->id, &p))
         die("rdma_connect");
     rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ESTABLISHED, 10000, what));
@@ -228,7 +261,7 @@ static void server_accept(struct rdma_event_channel *lch, struct conn *c, const 
     c->id = e->id;
     rdma_ack_cm_event(e);
     conn_qp(c);
-    struct rdma_conn_param p = {.retry_count = 7, .rnr_retry_count = 7};
+    struct rdma_conn_param p = {.retry_count = 7, .rnr_retry_count = rnr_retry};
     if (rdma_accept(c->id, &p))
         die("rdma_accept");
     rdma_ack_cm_event(expect(lch, RDMA_CM_EVENT_ESTABLISHED, 10000, what));
@@ -394,6 +427,150 @@ static int run_idle(int port)
     return 0;
 }
 
+/* ---- exit: the peer's process ends with its connection open ---- */
+static int exit_child(int port)
+{
+    struct rdma_event_channel *ch = rdma_create_event_channel();
+    if (!ch)
+        die("child: channel");
+    struct conn c;
+    client_connect(ch, &c, port, "child");
+    send_one(&c, "bye");
+    printf("child: connected, returning from main\n");
+    return 0; /* no rdma_disconnect, no rdma_destroy_id: the process's exit */
+}
+
+static int run_exit(int port)
+{
+    struct rdma_event_channel *lch = rdma_create_event_channel();
+    if (!lch)
+        die("channel");
+    listen_on(lch, port, 4);
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) {
+        char p[16];
+        snprintf(p, sizeof(p), "%d", port);
+        execl("/proc/self/exe", "rdmacm_stress", "exit-child", p, (char *)NULL);
+        _exit(127);
+    }
+    struct conn c;
+    server_accept(lch, &c, "server");
+    wait_wc(&c, IBV_WC_RECV, "server recv");
+    if (strcmp(c.buf, "bye"))
+        die("server received \"%.8s\", not \"bye\"", c.buf);
+    int st;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+        die("the client did not exit 0 (status %#x)", st);
+    double t0 = now_s();
+    struct rdma_cm_event *e = next_event(lch, 3000);
+    if (!e)
+        die("no event within 3 s of the peer's exit");
+    printf("server: %s (status %d) %.3f s after the peer exited\n", rdma_event_str(e->event),
+           e->status, now_s() - t0);
+    if (e->event != RDMA_CM_EVENT_DISCONNECTED)
+        die("expected DISCONNECTED");
+    rdma_ack_cm_event(e);
+    conn_free(&c);
+    return 0;
+}
+
+/* ---- rnr: a receive posted after the peer's SEND arrives ---- */
+static int rnr_child(int port)
+{
+    rnr_retry = 1;
+    struct rdma_event_channel *ch = rdma_create_event_channel();
+    if (!ch)
+        die("child: channel");
+    struct conn c;
+    client_connect(ch, &c, port, "child");
+    send_one(&c, "posted late"); /* dies on RNR retry exceeded */
+    printf("child: SEND completed\n");
+    if (rdma_disconnect(c.id))
+        die("rdma_disconnect");
+    rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED, 10000, "child"));
+    conn_free(&c);
+    return 0;
+}
+
+static int run_rnr(int port)
+{
+    struct rdma_event_channel *lch = rdma_create_event_channel();
+    if (!lch)
+        die("channel");
+    listen_on(lch, port, 4);
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) {
+        char p[16];
+        snprintf(p, sizeof(p), "%d", port);
+        execl("/proc/self/exe", "rdmacm_stress", "rnr-child", p, (char *)NULL);
+        _exit(127);
+    }
+    struct conn c;
+    recv_at_once = false;
+    server_accept(lch, &c, "server");
+    usleep(100000);
+    post_one_recv(&c);
+    wait_wc(&c, IBV_WC_RECV, "server recv");
+    if (strcmp(c.buf, "posted late"))
+        die("server received \"%.16s\", not \"posted late\"", c.buf);
+    int st;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+        die("the client did not exit 0 (status %#x)", st);
+    printf("server: the late receive got the message\n");
+    rdma_ack_cm_event(expect(lch, RDMA_CM_EVENT_DISCONNECTED, 10000, "server"));
+    conn_free(&c);
+    return 0;
+}
+
+/* ---- late: a REQ that comes before its listener ---- */
+static int late_server(int port, int ms)
+{
+    struct rdma_event_channel *lch = rdma_create_event_channel();
+    if (!lch)
+        die("channel");
+    /* the CM runs from the first id on, as a perftest server's does from
+     * its control connection: the REQ finds a CM, but no listener */
+    struct rdma_cm_id *l;
+    struct sockaddr_in a = addr_of(port);
+    if (rdma_create_id(lch, &l, NULL, RDMA_PS_TCP) || rdma_bind_addr(l, (struct sockaddr *)&a))
+        die("rdma_create_id/rdma_bind_addr");
+    usleep((useconds_t)ms * 1000);
+    if (rdma_listen(l, 4))
+        die("rdma_listen");
+    printf("server: listening on %s:%d\n", host, port);
+    fflush(stdout);
+    struct conn c;
+    server_accept(lch, &c, "server");
+    wait_wc(&c, IBV_WC_RECV, "server recv");
+    if (strcmp(c.buf, "hello across"))
+        die("server received \"%.16s\", not \"hello across\"", c.buf);
+    rdma_ack_cm_event(expect(lch, RDMA_CM_EVENT_DISCONNECTED, 10000, "server"));
+    printf("server: message intact, disconnected\n");
+    conn_free(&c);
+    return 0;
+}
+
+static int late_client(int port)
+{
+    struct rdma_event_channel *ch = rdma_create_event_channel();
+    if (!ch)
+        die("channel");
+    struct conn c;
+    double t0 = now_s();
+    client_connect(ch, &c, port, "client");
+    printf("client: established after %.2f s\n", now_s() - t0);
+    send_one(&c, "hello across");
+    if (rdma_disconnect(c.id))
+        die("rdma_disconnect");
+    rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED, 10000, "client"));
+    conn_free(&c);
+    return 0;
+}
+
 /* ---- flood ---- */
 static void flooder(int n, int port)
 {
@@ -515,10 +692,30 @@ int main(int argc, char **argv)
         return run_idle(atoi(argv[2]));
     if (argc == 3 && !strcmp(argv[1], "idle-child"))
         client_and_wait(atoi(argv[2]));
+    if (argc == 5 && !strcmp(argv[1], "late-server")) {
+        host = argv[2];
+        return late_server(atoi(argv[3]), atoi(argv[4]));
+    }
+    if (argc == 4 && !strcmp(argv[1], "late-client")) {
+        host = argv[2];
+        return late_client(atoi(argv[3]));
+    }
+    if (argc == 3 && !strcmp(argv[1], "rnr"))
+        return run_rnr(atoi(argv[2]));
+    if (argc == 3 && !strcmp(argv[1], "rnr-child"))
+        return rnr_child(atoi(argv[2]));
+    if (argc == 3 && !strcmp(argv[1], "exit"))
+        return run_exit(atoi(argv[2]));
+    if (argc == 3 && !strcmp(argv[1], "exit-child"))
+        return exit_child(atoi(argv[2]));
     if (argc == 4 && !strcmp(argv[1], "flood"))
         return run_flood(atoi(argv[2]), atoi(argv[3]));
     if (argc == 4 && !strcmp(argv[1], "flood-child"))
         flooder(atoi(argv[2]), atoi(argv[3]));
-    fprintf(stderr, "usage: %s cycle N PORT | idle PORT | flood N PORT\n", argv[0]);
+    fprintf(stderr,
+            "usage: %s cycle N PORT | idle PORT | exit PORT | rnr PORT | flood N PORT | "
+            "late-server HOST "
+            "PORT MS | late-client HOST PORT\n",
+            argv[0]);
     return 2;
 }

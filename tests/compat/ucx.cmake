@@ -15,3 +15,14 @@ if(UCX_INFO AND UCX_PERFTEST)
                        TIMEOUT 600 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
                        ENVIRONMENT SR_UCX_PORT=13370)
 endif()
+
+# UCP's client-server connection through a socket address over UCX's
+# rdmacm connection manager on softrdma's librdmacm (ucx_sockaddr.sh:
+# libucx-dev's ucp_client_server example, data compared), over shm and UDP
+if(UCX_INFO)
+  add_test(NAME compat.ucx.sockaddr_rdmacm_shm COMMAND ${SR_COMPAT_DIR}/ucx_sockaddr.sh ${SR_LIBDIR})
+  add_test(NAME compat.ucx.sockaddr_rdmacm_udp COMMAND ${SR_COMPAT_DIR}/ucx_sockaddr.sh ${SR_LIBDIR})
+  set_tests_properties(compat.ucx.sockaddr_rdmacm_udp PROPERTIES ENVIRONMENT SOFTRDMA_SHM=0)
+  set_tests_properties(compat.ucx.sockaddr_rdmacm_shm compat.ucx.sockaddr_rdmacm_udp PROPERTIES
+                       LABELS "compat;debian-bin" TIMEOUT 120 SKIP_RETURN_CODE 77)
+endif()
