@@ -336,14 +336,15 @@ static void rs_broken(struct rsock *rs, int e)
     rs->peer_gone = true;
 }
 
-/* Takes every completion the CQ holds. */
-static void rs_poll_cq(struct rsock *rs)
+/* Takes every completion the CQ holds; answers how many. */
+static int rs_poll_cq(struct rsock *rs)
 {
     if (!rs->cq)
-        return;
+        return 0;
     struct ibv_wc wc[16];
-    int n;
+    int n, total = 0;
     while ((n = ibv_poll_cq(rs->cq, 16, wc)) > 0) {
+        total += n;
         for (int i = 0; i < n; i++) {
             struct ibv_wc *w = &wc[i];
             if (!(w->opcode & IBV_WC_RECV)) {
@@ -384,6 +385,7 @@ static void rs_poll_cq(struct rsock *rs)
     }
     if (n < 0)
         rs_broken(rs, EIO);
+    return total;
 }
 
 static int rs_connect_step(struct rsock *rs, struct rdma_cm_event *ev);
@@ -441,10 +443,7 @@ static void rs_wait(struct rsock *rs, int timeout_ms)
     struct pollfd pf[2] = {{.fd = rs->fd, .events = POLLIN}, {.fd = -1, .events = POLLIN}};
     if (rs->cq) {
         ibv_req_notify_cq(rs->cq, 0);
-        int before = (int)rs->rq_cnt;
-        uint32_t sq = rs->sq_posted;
-        rs_poll_cq(rs);
-        if ((int)rs->rq_cnt != before || rs->sq_posted != sq || rs->peer_gone)
+        if (rs_poll_cq(rs) || rs->peer_gone)
             return;
         pf[1].fd = rs->cc->fd;
     }
