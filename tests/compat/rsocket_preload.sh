@@ -15,8 +15,8 @@ set -u
 # shellcheck disable=SC2086 # $run is split on purpose
 . "$(dirname "$0")/ports.sh"
 lib=$1 pl=$2 mode=$3
-tmp=$(mktemp -d) spid= port=
-trap '[ -n "$spid" ] && kill -9 $spid 2>/dev/null; rm -rf "$tmp"; sr_release_port "$port"' EXIT
+tmp=$(mktemp -d) spid= wpid= port=
+trap '[ -n "$spid" ] && kill -9 $spid 2>/dev/null; [ -n "$wpid" ] && kill $wpid 2>/dev/null; rm -rf "$tmp"; sr_release_port "$port"' EXIT
 port=$(sr_claim_port) || { echo "FAIL: no free port"; exit 1; }
 fail() { echo "FAIL: $*"; echo "--- socat:"; tail -n 20 "$tmp/s.err"; echo "--- nc:"; tail -n 20 "$tmp/c.err"; exit 1; }
 # env execs the program, so $! of "$run prog &" is the program's own pid
@@ -32,30 +32,35 @@ writer_killed) $run socat -U "$listen" OPEN:/dev/zero 2>"$tmp/s.err" & ;;
 *) echo "unknown mode $mode"; exit 2 ;;
 esac
 spid=$!
-# socat's own kill bound: it is a direct child so that kill reaches it
-( sleep 60; kill -9 $spid 2>/dev/null ) &
+# socat's own bound (the exit trap stops it); it holds none of ctest's
+# pipes, so ctest does not wait for its sleep
+(
+    sleep 60
+    kill -9 $spid 2>/dev/null
+) >/dev/null 2>&1 </dev/null &
+wpid=$!
 sr_wait_cm 106 "$port" || fail "no rsocket listener on port $port"
 ss -Hltn "sport = :$port" | grep -q . && fail "a kernel TCP listener on $port: no rsocket"
 
 start=$(date +%s)
 case $mode in
 push)
-    $run timeout 60 nc -N 127.0.0.1 "$port" <"$tmp/in" 2>"$tmp/c.err" || fail "nc exit $?"
+    $run timeout 60 nc.openbsd -N 127.0.0.1 "$port" <"$tmp/in" 2>"$tmp/c.err" || fail "nc exit $?"
     wait $spid || fail "socat exit $?"
     spid=
     cmp -s "$tmp/in" "$tmp/out" || fail "the copy differs: $(md5sum <"$tmp/in") vs $(md5sum <"$tmp/out")"
     ;;
 pull)
-    $run timeout 60 nc -d 127.0.0.1 "$port" >"$tmp/out" 2>"$tmp/c.err" || fail "nc exit $?"
+    $run timeout 60 nc.openbsd -d 127.0.0.1 "$port" >"$tmp/out" 2>"$tmp/c.err" || fail "nc exit $?"
     wait $spid || fail "socat exit $?"
     spid=
     cmp -s "$tmp/in" "$tmp/out" || fail "the copy differs: $(md5sum <"$tmp/in") vs $(md5sum <"$tmp/out")"
     ;;
 reader_killed | writer_killed)
     if [ $mode = reader_killed ]; then
-        $run timeout 60 nc -N 127.0.0.1 "$port" </dev/zero 2>"$tmp/c.err" &
+        $run timeout 60 nc.openbsd -N 127.0.0.1 "$port" </dev/zero 2>"$tmp/c.err" &
     else
-        $run timeout 60 nc -d 127.0.0.1 "$port" >"$tmp/out" 2>"$tmp/c.err" &
+        $run timeout 60 nc.openbsd -d 127.0.0.1 "$port" >"$tmp/out" 2>"$tmp/c.err" &
     fi
     cpid=$!
     sleep 2
