@@ -15,7 +15,7 @@ set -u
 # shellcheck disable=SC2086 # $run is split on purpose
 . "$(dirname "$0")/ports.sh"
 lib=$1 pl=$2 mode=$3
-tmp=$(mktemp -d) spid= wpid= port=
+tmp=$(mktemp -d) spid='' wpid='' port=''
 trap '[ -n "$spid" ] && kill -9 $spid 2>/dev/null; [ -n "$wpid" ] && kill $wpid 2>/dev/null; rm -rf "$tmp"; sr_release_port "$port"' EXIT
 port=$(sr_claim_port) || { echo "FAIL: no free port"; exit 1; }
 fail() { echo "FAIL: $*"; echo "--- socat:"; tail -n 20 "$tmp/s.err"; echo "--- nc:"; tail -n 20 "$tmp/c.err"; exit 1; }
@@ -57,7 +57,7 @@ pull)
     cmp -s "$tmp/in" "$tmp/out" || fail "the copy differs: $(md5sum <"$tmp/in") vs $(md5sum <"$tmp/out")"
     ;;
 reader_killed | writer_killed)
-    if [ $mode = reader_killed ]; then
+    if [ "$mode" = reader_killed ]; then
         $run timeout 60 nc.openbsd -N 127.0.0.1 "$port" </dev/zero 2>"$tmp/c.err" &
     else
         $run timeout 60 nc.openbsd -d 127.0.0.1 "$port" >"$tmp/out" 2>"$tmp/c.err" &
@@ -73,7 +73,7 @@ reader_killed | writer_killed)
     crc=$?
     [ $crc -eq 124 ] && fail "nc still running 60 s on: a hang"
     echo "nc ended $(( $(date +%s) - killed )) s after the kill (exit $crc)"
-    [ $mode = writer_killed ] && ! [ -s "$tmp/out" ] && fail "nc received nothing before the kill"
+    [ "$mode" = writer_killed ] && ! [ -s "$tmp/out" ] && fail "nc received nothing before the kill"
     ;;
 esac
 echo "PASS ($mode, $(( $(date +%s) - start )) s)"
