@@ -52,3 +52,11 @@ endif()
 if(sr_rs_tests)
   set_tests_properties(${sr_rs_tests} PROPERTIES LABELS "compat;debian-bin" TIMEOUT 180)
 endif()
+
+# errno answers, EOF after shutdown, MSG_PEEK, a refused connect, one process
+add_executable(rsocket_errors ${CMAKE_CURRENT_LIST_DIR}/rsocket_errors.c)
+target_link_libraries(rsocket_errors PRIVATE rdmacm)
+add_test(NAME compat.rsocket_errors
+         COMMAND sh -c ". ${SR_COMPAT_DIR}/ports.sh; p=$(sr_claim_port) || exit 1; \
+LD_LIBRARY_PATH=${SR_LIBDIR} timeout 60 $<TARGET_FILE:rsocket_errors> $p; rc=$?; sr_release_port $p; exit $rc")
+set_tests_properties(compat.rsocket_errors PROPERTIES LABELS compat TIMEOUT 120)
