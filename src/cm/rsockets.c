@@ -14,8 +14,8 @@
  * posted again; every message returns the credits its sender has gathered.
  * Data is sent only while more than RS_CTRL_RESERVE credits remain, so a
  * reader that stops reading stops the writer and never loses a byte;
- * CREDIT and FIN are sent regardless, with RNR retry 7 (retry forever,
- * IBA 9.7.5.2.8) covering the moment the peer has not reposted yet. FIN
+ * CREDIT and FIN are sent regardless, with RNR retry 7 (which means retry
+ * forever) covering the moment the peer has not reposted yet. FIN
  * follows the data on the same QP, whose order IBA 9.5 guarantees, so the
  * reader sees every byte before end of file. */
 #include <errno.h>
@@ -48,6 +48,7 @@ enum {
     RS_RESOLVE_MS = 2000,
     RS_ACCEPT_MS = 10000, /* raccept waits this long for the RTU */
     RS_LINGER_MS = 5000,  /* rclose waits this long for its sends to complete */
+    RS_ACK_TIMEOUT = 18,
 };
 
 enum rs_msg { RS_MSG_DATA = 1, RS_MSG_CREDIT = 2, RS_MSG_FIN = 3 };
@@ -539,6 +540,12 @@ SCM_EXPORT int rsocket(int domain, int type, int protocol)
     if (rdma_create_id(ch, &rs->id, rs, RDMA_PS_TCP))
         goto err_rs;
     rs->nonblock = (type & SOCK_NONBLOCK) != 0;
+    /* Local ACK Timeout 2^18 x 4.096 us (1.07 s), which the REQ gives the
+     * passive side too: with 7 retries a connection outlives seconds of a
+     * peer starved of CPU, as a TCP connection would */
+    uint8_t ack_timeout = RS_ACK_TIMEOUT;
+    rdma_set_option(rs->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack_timeout,
+                    sizeof(ack_timeout));
     if (rs_tab_put(rs))
         goto err_id;
     return rs->fd;
@@ -615,7 +622,7 @@ static int rs_copy_addr(struct sockaddr *addr, socklen_t *addrlen, const struct 
 }
 
 /* Waits on a new connection's own channel for ESTABLISHED, the RTU
- * (IBA 12.6.7), so the passive side sends only on an RTS QP. */
+ * (IBA 12.6), so the passive side sends only on an RTS QP. */
 static int rs_wait_established(struct rsock *rs)
 {
     uint64_t end = rs_now_ms() + RS_ACCEPT_MS;
