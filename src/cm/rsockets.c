@@ -1087,7 +1087,10 @@ static short rs_events(struct rsock *rs)
         ev |= POLLOUT;
     if (rs->peer_gone && !rs->peer_fin)
         ev |= POLLERR;
-    if (rs->peer_gone || (rs->peer_fin && rs->wr_shut))
+    /* as TCP: the peer's FIN alone is POLLIN and POLLRDHUP (its disconnect
+     * after FIN too, data may wait behind it); hang-up is both halves shut
+     * or a connection lost without FIN */
+    if ((rs->peer_gone && !rs->peer_fin) || (rs->peer_fin && rs->wr_shut))
         ev |= POLLHUP;
     if (rs->peer_fin)
         ev |= POLLRDHUP;

@@ -26,7 +26,7 @@ if(RSTREAM)
   sr_rs_both(compat.rstream_async ${sr_rs_pair}
              ${RSTREAM} -p @PORT@ -T a -T v -S 300000 -C 300 --
              ${RSTREAM} -s 127.0.0.1 -p @PORT@ -T a -T v -S 300000 -C 300 --
-             "c:^custom +293k +300 " "s:^custom +293k +300 ")
+             "c:^custom +292k +300 " "s:^custom +292k +300 ")
   # blocking calls with MSG_WAITALL, a size that is no multiple of a buffer
   sr_rs_both(compat.rstream_blocking ${sr_rs_pair}
              ${RSTREAM} -p @PORT@ -T b -T v -S 100003 -C 500 --
