@@ -13,6 +13,7 @@ pkgs=(
   gnuplot-nox                                             # srccl-perf --plot (test srccl.perf.plot)
   ucx-utils openmpi-bin libopenmpi-dev                    # tests/compat: UCX, Open MPI (mpicc)
   python3-pyverbs libfabric-bin qperf                     # tests/compat: rdma-core's test suite, libfabric, qperf
+  socat netcat-openbsd                                    # tests/compat: TCP programs over rsockets (librspreload)
 )
 
 missing=()
