@@ -392,7 +392,9 @@ static bool fab_link_send(struct sr_fabric *f, uint32_t id, struct fab_pkt *p, b
         free(p);
         return false;
     }
-    uint64_t limit = l->cfg.buffer_bytes;
+    /* A host's own NIC queue never drops: the engine's window bounds it,
+     * as a real NIC's send queue is bounded by backpressure. */
+    uint64_t limit = is_switch ? l->cfg.buffer_bytes : 0;
     if (limit && l->q_bytes && l->q_bytes + p->len > limit) {
         uint64_t room = f->cfg.trim_headroom ? f->cfg.trim_headroom : FAB_DEF_HEADROOM;
         if (!f->cfg.trim || p->trimmed || p->hdr_len >= p->len ||

@@ -56,7 +56,8 @@ enum sr_fabric_node_kind {
 struct sr_fabric_link_cfg {
     uint64_t rate_bps;     /* > 0 */
     uint64_t delay_ns;     /* propagation */
-    uint64_t buffer_bytes; /* tail-drop limit of the switch port; 0 = unlimited */
+    uint64_t buffer_bytes; /* tail-drop limit of a switch port; 0 = unlimited. A
+                              host's own uplink queue is never limited. */
 };
 
 struct sr_fabric_cfg {
