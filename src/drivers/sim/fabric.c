@@ -1,10 +1,10 @@
 /* fabric.c: the fabric simulator: topology construction, per-hop
  * forwarding (ECMP, ECN, drop-tail, trimming), link failure schedule, the
  * hosts' engines and RoCEv2 encapsulation, the workload and its metrics,
- * and the event loop over three sources: packet arrivals (a min-heap keyed
- * by time and sequence), host engine deadlines (an indexed min-heap, so a
- * step costs O(log hosts) rather than a scan) and control events (flow
- * starts, link changes). */
+ * and the event loop over three sources: packet arrivals (per-link FIFOs
+ * under a heap of links, keyed by time and sequence), host engine deadlines (an indexed min-heap,
+ * so a step costs O(log hosts) rather than a scan) and control events (flow starts, link changes).
+ */
 #include "sr_fabric.h"
 #include "sr_engine.h"
 #include "sr_util.h"
@@ -81,8 +81,11 @@ struct fab_link {
     bool route_up;  /* what routing believes, detect_ns behind up */
     uint32_t epoch; /* bumped on each failure: packets sent before it die */
     uint64_t busy_until_ns, busy_rem;
-    struct fab_onwire *q;
+    struct fab_onwire *q; /* being serialized: what the queue length counts */
     uint32_t q_head, q_cnt, q_cap;
+    struct fab_ev *fly; /* accepted, not yet arrived (includes q) */
+    uint32_t fly_head, fly_cnt, fly_cap;
+    uint32_t lpos; /* position in the arrivals heap while fly_cnt > 0 */
     uint64_t q_bytes;
     uint64_t rng[4];
     struct sr_fabric_link_stats st;
@@ -156,8 +159,9 @@ struct sr_fabric {
     struct fab_link *links;
     struct fab_host *hosts;
 
-    struct fab_ev *heap;
-    size_t heap_cnt, heap_cap;
+    uint32_t *heap; /* links with packets in flight, by their oldest */
+    uint32_t heap_cnt;
+    size_t pending;
     uint32_t *hheap; /* host ids by deadline */
     uint32_t hheap_cnt;
 
@@ -215,49 +219,111 @@ static uint32_t fab_addr_host(const uint8_t *v4)
     return (uint32_t)v4[1] << 16 | (uint32_t)v4[2] << 8 | v4[3];
 }
 
-/* ---- packet-arrival heap ---- */
+/* ---- packet arrivals: per-link FIFOs under a heap of links ----
+ *
+ * A link delivers in the order it accepted (serialization is FIFO and its
+ * delay is fixed), so only each link's oldest packet can be next: the heap
+ * holds busy links keyed by their head, not every packet in flight, which
+ * keeps it small (links, not packets) and its entries hot in cache. */
 
 static bool fab_ev_before(const struct fab_ev *x, const struct fab_ev *y)
 {
     return x->at_ns != y->at_ns ? x->at_ns < y->at_ns : x->seq < y->seq;
 }
 
-static int fab_heap_push(struct sr_fabric *f, uint64_t at_ns, struct fab_pkt *pkt)
+static const struct fab_ev *fab_fly_head(const struct sr_fabric *f, uint32_t id)
 {
-    if (fab_grow((void **)&f->heap, &f->heap_cap, f->heap_cnt + 1, sizeof(*f->heap)) < 0)
-        return SR_ERR_NOMEM;
-    struct fab_ev ev = {.at_ns = at_ns, .seq = f->seq++, .pkt = pkt};
-    size_t i = f->heap_cnt++;
+    const struct fab_link *l = &f->links[id];
+    return &l->fly[l->fly_head];
+}
+
+static bool fab_l_before(const struct sr_fabric *f, uint32_t a, uint32_t b)
+{
+    return fab_ev_before(fab_fly_head(f, a), fab_fly_head(f, b));
+}
+
+static void fab_l_set(struct sr_fabric *f, uint32_t pos, uint32_t id)
+{
+    f->heap[pos] = id;
+    f->links[id].lpos = pos;
+}
+
+static void fab_l_up(struct sr_fabric *f, uint32_t i, uint32_t id)
+{
     while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!fab_ev_before(&ev, &f->heap[parent]))
+        uint32_t p = (i - 1) / 2;
+        if (!fab_l_before(f, id, f->heap[p]))
             break;
-        f->heap[i] = f->heap[parent];
-        i = parent;
+        fab_l_set(f, i, f->heap[p]);
+        i = p;
     }
-    f->heap[i] = ev;
+    fab_l_set(f, i, id);
+}
+
+static void fab_l_down(struct sr_fabric *f, uint32_t i, uint32_t id)
+{
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= f->heap_cnt)
+            break;
+        if (c + 1 < f->heap_cnt && fab_l_before(f, f->heap[c + 1], f->heap[c]))
+            c++;
+        if (!fab_l_before(f, f->heap[c], id))
+            break;
+        fab_l_set(f, i, f->heap[c]);
+        i = c;
+    }
+    fab_l_set(f, i, id);
+}
+
+/* Room for one more packet on link id's FIFO, so the push cannot fail. */
+static int fab_fly_reserve(struct fab_link *l)
+{
+    if (l->fly_cnt < l->fly_cap)
+        return 0;
+    uint32_t ncap = l->fly_cap ? l->fly_cap * 2 : 16;
+    struct fab_ev *q = malloc((size_t)ncap * sizeof(*q));
+    if (!q)
+        return SR_ERR_NOMEM;
+    for (uint32_t i = 0; i < l->fly_cnt; i++)
+        q[i] = l->fly[(l->fly_head + i) % l->fly_cap];
+    free(l->fly);
+    l->fly = q;
+    l->fly_cap = ncap;
+    l->fly_head = 0;
     return 0;
 }
 
-static struct fab_ev fab_heap_pop(struct sr_fabric *f)
+static void fab_fly_push(struct sr_fabric *f, uint32_t id, uint64_t at_ns, struct fab_pkt *pkt)
 {
-    struct fab_ev top = f->heap[0];
-    struct fab_ev last = f->heap[--f->heap_cnt];
-    size_t n = f->heap_cnt, i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && fab_ev_before(&f->heap[c + 1], &f->heap[c]))
-            c++;
-        if (!fab_ev_before(&f->heap[c], &last))
-            break;
-        f->heap[i] = f->heap[c];
-        i = c;
+    struct fab_link *l = &f->links[id];
+    l->fly[(l->fly_head + l->fly_cnt) % l->fly_cap] =
+        (struct fab_ev){.at_ns = at_ns, .seq = f->seq++, .pkt = pkt};
+    f->pending++;
+    if (l->fly_cnt++ == 0)
+        fab_l_up(f, f->heap_cnt++, id);
+}
+
+static uint64_t fab_fly_next(const struct sr_fabric *f)
+{
+    return f->heap_cnt ? fab_fly_head(f, f->heap[0])->at_ns : UINT64_MAX;
+}
+
+static struct fab_ev fab_fly_pop(struct sr_fabric *f)
+{
+    uint32_t id = f->heap[0];
+    struct fab_link *l = &f->links[id];
+    struct fab_ev ev = l->fly[l->fly_head];
+    l->fly_head = (l->fly_head + 1) % l->fly_cap;
+    f->pending--;
+    if (--l->fly_cnt) {
+        fab_l_down(f, 0, id);
+    } else {
+        uint32_t last = f->heap[--f->heap_cnt];
+        if (f->heap_cnt)
+            fab_l_down(f, 0, last);
     }
-    if (n)
-        f->heap[i] = last;
-    return top;
+    return ev;
 }
 
 /* ---- host deadline heap (indexed: a host's key changes after each call
@@ -414,13 +480,13 @@ static bool fab_link_send(struct sr_fabric *f, uint32_t id, struct fab_pkt *p, b
     if (is_switch && fab_ecn_due(f, l) && fab_ecn_mark(p->data))
         l->st.ecn_marked++;
     uint64_t done = fab_serialize(l, now, p->len);
-    if (fab_q_push(l, done, p->len) < 0 ||
-        fab_heap_push(f, fab_add_sat(done, l->cfg.delay_ns), p) < 0) {
+    if (fab_fly_reserve(l) < 0 || fab_q_push(l, done, p->len) < 0) {
         /* Out of memory: treat as a buffer drop so counters still add up. */
         l->st.drops++;
         free(p);
         return false;
     }
+    fab_fly_push(f, id, fab_add_sat(done, l->cfg.delay_ns), p);
     p->link = id;
     p->epoch = l->epoch;
     l->st.tx_pkts++;
@@ -981,6 +1047,11 @@ struct sr_fabric *sr_fabric_create(const struct sr_fabric_cfg *cfg, int *err)
     f->cfg = *cfg;
     fab_rng_seed(f->rng, cfg->seed);
     *err = fab_build(f);
+    if (!*err) {
+        f->heap = malloc(f->link_cnt * sizeof(*f->heap));
+        if (!f->heap)
+            *err = SR_ERR_NOMEM;
+    }
     if (*err) {
         sr_fabric_destroy(f);
         return NULL;
@@ -997,8 +1068,6 @@ void sr_fabric_destroy(struct sr_fabric *f)
 {
     if (!f)
         return;
-    for (size_t i = 0; i < f->heap_cnt; i++)
-        free(f->heap[i].pkt);
     for (uint32_t i = 0; f->hosts && i < f->host_cnt; i++) {
         struct fab_host *h = &f->hosts[i];
         if (h->eng)
@@ -1008,8 +1077,13 @@ void sr_fabric_destroy(struct sr_fabric *f)
             free(h->dst_buf);
         }
     }
-    for (uint32_t i = 0; f->links && i < f->link_cnt; i++)
-        free(f->links[i].q);
+    for (uint32_t i = 0; f->links && i < f->link_cnt; i++) {
+        struct fab_link *l = &f->links[i];
+        for (uint32_t j = 0; j < l->fly_cnt; j++)
+            free(l->fly[(l->fly_head + j) % l->fly_cap].pkt);
+        free(l->fly);
+        free(l->q);
+    }
     for (uint32_t i = 0; f->nodes && i < f->node_cnt; i++)
         free(f->nodes[i].ports);
     free(f->shared_src);
@@ -1042,7 +1116,7 @@ uint32_t sr_fabric_flow_cnt(const struct sr_fabric *f)
 }
 size_t sr_fabric_pending(const struct sr_fabric *f)
 {
-    return f->heap_cnt;
+    return f->pending;
 }
 uint64_t sr_fabric_now(const struct sr_fabric *f)
 {
@@ -1231,7 +1305,7 @@ static void fab_ctl_apply(struct sr_fabric *f, const struct fab_ctl *c)
 
 static void fab_deliver(struct sr_fabric *f)
 {
-    struct fab_ev ev = fab_heap_pop(f);
+    struct fab_ev ev = fab_fly_pop(f);
     struct fab_pkt *p = ev.pkt;
     struct fab_link *l = &f->links[p->link];
     f->events++;
@@ -1264,7 +1338,7 @@ int sr_fabric_run(struct sr_fabric *f, uint64_t until_ns)
             return SR_FABRIC_DONE;
         uint64_t t_ctl = f->ctl_next < f->ctl_cnt ? f->ctl[f->ctl_next].at_ns : UINT64_MAX;
         uint64_t t_flow = f->flow_next < f->flow_cnt ? f->flows[f->flow_next].start_ns : UINT64_MAX;
-        uint64_t t_pkt = f->heap_cnt ? f->heap[0].at_ns : UINT64_MAX;
+        uint64_t t_pkt = fab_fly_next(f);
         uint64_t t_host = f->hheap_cnt ? f->hosts[f->hheap[0]].key : UINT64_MAX;
         if (t_host != UINT64_MAX && t_host < f->now_ns)
             t_host = f->now_ns;
