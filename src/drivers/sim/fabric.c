@@ -85,7 +85,6 @@ struct fab_link {
     uint32_t q_head, q_cnt, q_cap;
     struct fab_ev *fly; /* accepted, not yet arrived (includes q) */
     uint32_t fly_head, fly_cnt, fly_cap;
-    uint32_t lpos; /* position in the arrivals heap while fly_cnt > 0 */
     uint64_t q_bytes;
     uint64_t rng[4];
     struct sr_fabric_link_stats st;
@@ -148,6 +147,13 @@ struct fab_node {
     uint64_t in, dropped, noroute;
 };
 
+/* A heap entry carries its link's head key, so comparisons touch only the
+ * heap array. */
+struct fab_lkey {
+    uint64_t at_ns, seq;
+    uint32_t link;
+};
+
 struct sr_fabric {
     struct sr_fabric_cfg cfg;
     uint64_t now_ns, seq;
@@ -159,7 +165,7 @@ struct sr_fabric {
     struct fab_link *links;
     struct fab_host *hosts;
 
-    uint32_t *heap; /* links with packets in flight, by their oldest */
+    struct fab_lkey *heap; /* links with packets in flight, by their oldest */
     uint32_t heap_cnt;
     size_t pending;
     uint32_t *hheap; /* host ids by deadline */
@@ -226,54 +232,37 @@ static uint32_t fab_addr_host(const uint8_t *v4)
  * holds busy links keyed by their head, not every packet in flight, which
  * keeps it small (links, not packets) and its entries hot in cache. */
 
-static bool fab_ev_before(const struct fab_ev *x, const struct fab_ev *y)
+static bool fab_k_before(const struct fab_lkey *x, const struct fab_lkey *y)
 {
     return x->at_ns != y->at_ns ? x->at_ns < y->at_ns : x->seq < y->seq;
 }
 
-static const struct fab_ev *fab_fly_head(const struct sr_fabric *f, uint32_t id)
-{
-    const struct fab_link *l = &f->links[id];
-    return &l->fly[l->fly_head];
-}
-
-static bool fab_l_before(const struct sr_fabric *f, uint32_t a, uint32_t b)
-{
-    return fab_ev_before(fab_fly_head(f, a), fab_fly_head(f, b));
-}
-
-static void fab_l_set(struct sr_fabric *f, uint32_t pos, uint32_t id)
-{
-    f->heap[pos] = id;
-    f->links[id].lpos = pos;
-}
-
-static void fab_l_up(struct sr_fabric *f, uint32_t i, uint32_t id)
+static void fab_l_up(struct sr_fabric *f, uint32_t i, struct fab_lkey k)
 {
     while (i > 0) {
         uint32_t p = (i - 1) / 2;
-        if (!fab_l_before(f, id, f->heap[p]))
+        if (!fab_k_before(&k, &f->heap[p]))
             break;
-        fab_l_set(f, i, f->heap[p]);
+        f->heap[i] = f->heap[p];
         i = p;
     }
-    fab_l_set(f, i, id);
+    f->heap[i] = k;
 }
 
-static void fab_l_down(struct sr_fabric *f, uint32_t i, uint32_t id)
+static void fab_l_down(struct sr_fabric *f, uint32_t i, struct fab_lkey k)
 {
     for (;;) {
         uint32_t c = 2 * i + 1;
         if (c >= f->heap_cnt)
             break;
-        if (c + 1 < f->heap_cnt && fab_l_before(f, f->heap[c + 1], f->heap[c]))
+        if (c + 1 < f->heap_cnt && fab_k_before(&f->heap[c + 1], &f->heap[c]))
             c++;
-        if (!fab_l_before(f, f->heap[c], id))
+        if (!fab_k_before(&f->heap[c], &k))
             break;
-        fab_l_set(f, i, f->heap[c]);
+        f->heap[i] = f->heap[c];
         i = c;
     }
-    fab_l_set(f, i, id);
+    f->heap[i] = k;
 }
 
 /* Room for one more packet on link id's FIFO, so the push cannot fail. */
@@ -297,31 +286,30 @@ static int fab_fly_reserve(struct fab_link *l)
 static void fab_fly_push(struct sr_fabric *f, uint32_t id, uint64_t at_ns, struct fab_pkt *pkt)
 {
     struct fab_link *l = &f->links[id];
-    l->fly[(l->fly_head + l->fly_cnt) % l->fly_cap] =
-        (struct fab_ev){.at_ns = at_ns, .seq = f->seq++, .pkt = pkt};
+    struct fab_ev ev = {.at_ns = at_ns, .seq = f->seq++, .pkt = pkt};
+    l->fly[(l->fly_head + l->fly_cnt) % l->fly_cap] = ev;
     f->pending++;
     if (l->fly_cnt++ == 0)
-        fab_l_up(f, f->heap_cnt++, id);
+        fab_l_up(f, f->heap_cnt++, (struct fab_lkey){ev.at_ns, ev.seq, id});
 }
 
 static uint64_t fab_fly_next(const struct sr_fabric *f)
 {
-    return f->heap_cnt ? fab_fly_head(f, f->heap[0])->at_ns : UINT64_MAX;
+    return f->heap_cnt ? f->heap[0].at_ns : UINT64_MAX;
 }
 
 static struct fab_ev fab_fly_pop(struct sr_fabric *f)
 {
-    uint32_t id = f->heap[0];
+    uint32_t id = f->heap[0].link;
     struct fab_link *l = &f->links[id];
     struct fab_ev ev = l->fly[l->fly_head];
     l->fly_head = (l->fly_head + 1) % l->fly_cap;
     f->pending--;
     if (--l->fly_cnt) {
-        fab_l_down(f, 0, id);
-    } else {
-        uint32_t last = f->heap[--f->heap_cnt];
-        if (f->heap_cnt)
-            fab_l_down(f, 0, last);
+        const struct fab_ev *h = &l->fly[l->fly_head];
+        fab_l_down(f, 0, (struct fab_lkey){h->at_ns, h->seq, id});
+    } else if (--f->heap_cnt) {
+        fab_l_down(f, 0, f->heap[f->heap_cnt]);
     }
     return ev;
 }
