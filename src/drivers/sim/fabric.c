@@ -81,7 +81,8 @@ struct fab_link {
     bool route_up;  /* what routing believes, detect_ns behind up */
     uint32_t epoch; /* bumped on each failure: packets sent before it die */
     uint64_t busy_until_ns, busy_rem;
-    struct fab_onwire *q; /* being serialized: what the queue length counts */
+    struct fab_onwire *q; /* being serialized: what the queue length counts;
+                             rings of power-of-two capacity, indexed by mask */
     uint32_t q_head, q_cnt, q_cap;
     struct fab_ev *fly; /* accepted, not yet arrived (includes q) */
     uint32_t fly_head, fly_cnt, fly_cap;
@@ -275,7 +276,7 @@ static int fab_fly_reserve(struct fab_link *l)
     if (!q)
         return SR_ERR_NOMEM;
     for (uint32_t i = 0; i < l->fly_cnt; i++)
-        q[i] = l->fly[(l->fly_head + i) % l->fly_cap];
+        q[i] = l->fly[(l->fly_head + i) & (l->fly_cap - 1)];
     free(l->fly);
     l->fly = q;
     l->fly_cap = ncap;
@@ -287,7 +288,7 @@ static void fab_fly_push(struct sr_fabric *f, uint32_t id, uint64_t at_ns, struc
 {
     struct fab_link *l = &f->links[id];
     struct fab_ev ev = {.at_ns = at_ns, .seq = f->seq++, .pkt = pkt};
-    l->fly[(l->fly_head + l->fly_cnt) % l->fly_cap] = ev;
+    l->fly[(l->fly_head + l->fly_cnt) & (l->fly_cap - 1)] = ev;
     f->pending++;
     if (l->fly_cnt++ == 0)
         fab_l_up(f, f->heap_cnt++, (struct fab_lkey){ev.at_ns, ev.seq, id});
@@ -303,7 +304,7 @@ static struct fab_ev fab_fly_pop(struct sr_fabric *f)
     uint32_t id = f->heap[0].link;
     struct fab_link *l = &f->links[id];
     struct fab_ev ev = l->fly[l->fly_head];
-    l->fly_head = (l->fly_head + 1) % l->fly_cap;
+    l->fly_head = (l->fly_head + 1) & (l->fly_cap - 1);
     f->pending--;
     if (--l->fly_cnt) {
         const struct fab_ev *h = &l->fly[l->fly_head];
@@ -368,7 +369,7 @@ static void fab_q_drain(struct fab_link *l, uint64_t now_ns)
 {
     while (l->q_cnt && l->q[l->q_head].done_ns <= now_ns) {
         l->q_bytes -= l->q[l->q_head].len;
-        l->q_head = (l->q_head + 1) % l->q_cap;
+        l->q_head = (l->q_head + 1) & (l->q_cap - 1);
         l->q_cnt--;
     }
 }
@@ -381,13 +382,13 @@ static int fab_q_push(struct fab_link *l, uint64_t done_ns, uint32_t len)
         if (!q)
             return SR_ERR_NOMEM;
         for (uint32_t i = 0; i < l->q_cnt; i++)
-            q[i] = l->q[(l->q_head + i) % l->q_cap];
+            q[i] = l->q[(l->q_head + i) & (l->q_cap - 1)];
         free(l->q);
         l->q = q;
         l->q_cap = ncap;
         l->q_head = 0;
     }
-    l->q[(l->q_head + l->q_cnt) % l->q_cap] = (struct fab_onwire){done_ns, len};
+    l->q[(l->q_head + l->q_cnt) & (l->q_cap - 1)] = (struct fab_onwire){done_ns, len};
     l->q_cnt++;
     l->q_bytes += len;
     return 0;
@@ -1068,7 +1069,7 @@ void sr_fabric_destroy(struct sr_fabric *f)
     for (uint32_t i = 0; f->links && i < f->link_cnt; i++) {
         struct fab_link *l = &f->links[i];
         for (uint32_t j = 0; j < l->fly_cnt; j++)
-            free(l->fly[(l->fly_head + j) % l->fly_cap].pkt);
+            free(l->fly[(l->fly_head + j) & (l->fly_cap - 1)].pkt);
         free(l->fly);
         free(l->q);
     }
