@@ -152,6 +152,7 @@ struct fab_node {
  * heap array. */
 struct fab_lkey {
     uint64_t at_ns, seq;
+    struct fab_pkt *pkt; /* the head itself, to prefetch it early */
     uint32_t link;
 };
 
@@ -291,7 +292,7 @@ static void fab_fly_push(struct sr_fabric *f, uint32_t id, uint64_t at_ns, struc
     l->fly[(l->fly_head + l->fly_cnt) & (l->fly_cap - 1)] = ev;
     f->pending++;
     if (l->fly_cnt++ == 0)
-        fab_l_up(f, f->heap_cnt++, (struct fab_lkey){ev.at_ns, ev.seq, id});
+        fab_l_up(f, f->heap_cnt++, (struct fab_lkey){ev.at_ns, ev.seq, pkt, id});
 }
 
 static uint64_t fab_fly_next(const struct sr_fabric *f)
@@ -308,7 +309,7 @@ static struct fab_ev fab_fly_pop(struct sr_fabric *f)
     f->pending--;
     if (--l->fly_cnt) {
         const struct fab_ev *h = &l->fly[l->fly_head];
-        fab_l_down(f, 0, (struct fab_lkey){h->at_ns, h->seq, id});
+        fab_l_down(f, 0, (struct fab_lkey){h->at_ns, h->seq, h->pkt, id});
     } else if (--f->heap_cnt) {
         fab_l_down(f, 0, f->heap[f->heap_cnt]);
     }
@@ -1296,6 +1297,10 @@ static void fab_deliver(struct sr_fabric *f)
 {
     struct fab_ev ev = fab_fly_pop(f);
     struct fab_pkt *p = ev.pkt;
+    /* The next packet was written long ago and is out of cache: fetch it
+     * while this one goes through a switch or an engine. */
+    if (f->heap_cnt)
+        __builtin_prefetch(f->heap[0].pkt);
     struct fab_link *l = &f->links[p->link];
     f->events++;
     if (!l->up || l->epoch != p->epoch) {
