@@ -823,11 +823,16 @@ static void fab_host_poll(struct sr_fabric *f, struct fab_host *h)
     }
 }
 
-/* Pattern byte of host s at offset i: differs between hosts and offsets so
- * a misplaced or cross-delivered write is caught. */
-static uint8_t fab_pattern(uint32_t s, uint64_t i)
+/* Source pattern of host s: differs between hosts and offsets so a
+ * misplaced or cross-delivered write is caught; one hash per 8 bytes. */
+static void fab_pattern_fill(uint8_t *buf, uint64_t len, uint32_t s)
 {
-    return (uint8_t)fab_mix64((uint64_t)s << 40 ^ (i >> 3)) >> (i & 7);
+    for (uint64_t i = 0; i < len; i += 8) {
+        uint64_t m = fab_mix64((uint64_t)s << 40 ^ (i >> 3));
+        uint64_t n = SR_MIN(8, len - i);
+        for (uint64_t j = 0; j < n; j++)
+            buf[i + j] = (uint8_t)(m >> (8 * j));
+    }
 }
 
 static int fab_host_init(struct sr_fabric *f, struct fab_host *h)
@@ -857,8 +862,7 @@ static int fab_host_init(struct sr_fabric *f, struct fab_host *h)
             h->src_buf = malloc(f->max_bytes);
             if (!h->src_buf)
                 return SR_ERR_NOMEM;
-            for (uint64_t i = 0; i < f->max_bytes; i++)
-                h->src_buf[i] = fab_pattern(h->id, i);
+            fab_pattern_fill(h->src_buf, f->max_bytes, h->id);
         }
         if (h->dst_len) {
             h->dst_buf = calloc(1, h->dst_len);
