@@ -69,11 +69,6 @@ static uint32_t fab_below(uint64_t r, uint32_t n)
 
 /* ---- structures ---- */
 
-struct fab_onwire {
-    uint64_t done_ns;
-    uint32_t len;
-};
-
 struct fab_link {
     int from, to;
     struct sr_fabric_link_cfg cfg;
@@ -81,11 +76,13 @@ struct fab_link {
     bool route_up;  /* what routing believes, detect_ns behind up */
     uint32_t epoch; /* bumped on each failure: packets sent before it die */
     uint64_t busy_until_ns, busy_rem;
-    struct fab_onwire *q; /* being serialized: what the queue length counts;
-                             rings of power-of-two capacity, indexed by mask */
-    uint32_t q_head, q_cnt, q_cap;
-    struct fab_ev *fly; /* accepted, not yet arrived (includes q) */
+    /* Accepted and not yet arrived, in order: a ring of power-of-two
+     * capacity indexed by mask. Its last q_cnt entries are still being
+     * serialized (what the queue length counts, q_bytes): one ring serves
+     * both, so a hop touches one array. */
+    struct fab_ev *fly;
     uint32_t fly_head, fly_cnt, fly_cap;
+    uint32_t q_cnt;
     uint64_t q_bytes;
     uint64_t rng[4];
     struct sr_fabric_link_stats st;
@@ -107,6 +104,7 @@ struct fab_pkt {
 struct fab_ev {
     uint64_t at_ns, seq;
     struct fab_pkt *pkt;
+    uint32_t len; /* on the wire; serialized by at_ns - the link's delay */
 };
 
 struct fab_host {
@@ -288,8 +286,10 @@ static int fab_fly_reserve(struct fab_link *l)
 static void fab_fly_push(struct sr_fabric *f, uint32_t id, uint64_t at_ns, struct fab_pkt *pkt)
 {
     struct fab_link *l = &f->links[id];
-    struct fab_ev ev = {.at_ns = at_ns, .seq = f->seq++, .pkt = pkt};
+    struct fab_ev ev = {.at_ns = at_ns, .seq = f->seq++, .pkt = pkt, .len = pkt->len};
     l->fly[(l->fly_head + l->fly_cnt) & (l->fly_cap - 1)] = ev;
+    l->q_cnt++;
+    l->q_bytes += pkt->len;
     f->pending++;
     if (l->fly_cnt++ == 0)
         fab_l_up(f, f->heap_cnt++, (struct fab_lkey){ev.at_ns, ev.seq, pkt, id});
@@ -305,6 +305,11 @@ static struct fab_ev fab_fly_pop(struct sr_fabric *f)
     uint32_t id = f->heap[0].link;
     struct fab_link *l = &f->links[id];
     struct fab_ev ev = l->fly[l->fly_head];
+    if (l->q_cnt == l->fly_cnt) {
+        /* Arrived, so serialized long ago; the lazy drain had not seen it. */
+        l->q_cnt--;
+        l->q_bytes -= ev.len;
+    }
     l->fly_head = (l->fly_head + 1) & (l->fly_cap - 1);
     f->pending--;
     if (--l->fly_cnt) {
@@ -368,31 +373,14 @@ static void fab_host_refresh(struct sr_fabric *f, struct fab_host *h)
 
 static void fab_q_drain(struct fab_link *l, uint64_t now_ns)
 {
-    while (l->q_cnt && l->q[l->q_head].done_ns <= now_ns) {
-        l->q_bytes -= l->q[l->q_head].len;
-        l->q_head = (l->q_head + 1) & (l->q_cap - 1);
+    uint32_t mask = l->fly_cap - 1;
+    while (l->q_cnt) {
+        const struct fab_ev *e = &l->fly[(l->fly_head + l->fly_cnt - l->q_cnt) & mask];
+        if (e->at_ns - l->cfg.delay_ns > now_ns)
+            break;
+        l->q_bytes -= e->len;
         l->q_cnt--;
     }
-}
-
-static int fab_q_push(struct fab_link *l, uint64_t done_ns, uint32_t len)
-{
-    if (l->q_cnt == l->q_cap) {
-        uint32_t ncap = l->q_cap ? l->q_cap * 2 : 16;
-        struct fab_onwire *q = malloc((size_t)ncap * sizeof(*q));
-        if (!q)
-            return SR_ERR_NOMEM;
-        for (uint32_t i = 0; i < l->q_cnt; i++)
-            q[i] = l->q[(l->q_head + i) & (l->q_cap - 1)];
-        free(l->q);
-        l->q = q;
-        l->q_cap = ncap;
-        l->q_head = 0;
-    }
-    l->q[(l->q_head + l->q_cnt) & (l->q_cap - 1)] = (struct fab_onwire){done_ns, len};
-    l->q_cnt++;
-    l->q_bytes += len;
-    return 0;
 }
 
 static uint64_t fab_serialize(struct fab_link *l, uint64_t now_ns, uint32_t len)
@@ -470,7 +458,7 @@ static bool fab_link_send(struct sr_fabric *f, uint32_t id, struct fab_pkt *p, b
     if (is_switch && fab_ecn_due(f, l) && fab_ecn_mark(p->data))
         l->st.ecn_marked++;
     uint64_t done = fab_serialize(l, now, p->len);
-    if (fab_fly_reserve(l) < 0 || fab_q_push(l, done, p->len) < 0) {
+    if (fab_fly_reserve(l) < 0) {
         /* Out of memory: treat as a buffer drop so counters still add up. */
         l->st.drops++;
         free(p);
@@ -1076,7 +1064,6 @@ void sr_fabric_destroy(struct sr_fabric *f)
         for (uint32_t j = 0; j < l->fly_cnt; j++)
             free(l->fly[(l->fly_head + j) & (l->fly_cap - 1)].pkt);
         free(l->fly);
-        free(l->q);
     }
     for (uint32_t i = 0; f->nodes && i < f->node_cnt; i++)
         free(f->nodes[i].ports);
