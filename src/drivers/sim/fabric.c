@@ -453,6 +453,8 @@ static bool fab_link_send(struct sr_fabric *f, uint32_t id, struct fab_pkt *p, b
         p->stored = SR_MIN(p->stored, p->hdr_len);
         p->trimmed = true;
         sr_put_be16(p->data + 2, (uint16_t)p->len);
+        sr_put_be16(p->data + 10, 0);
+        sr_put_be16(p->data + 10, sr_inet_csum(p->data, SR_IPV4_HDR_LEN, 0));
         l->st.trimmed++;
     }
     if (is_switch && fab_ecn_due(f, l) && fab_ecn_mark(p->data))
