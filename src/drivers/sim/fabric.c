@@ -160,7 +160,8 @@ struct sr_fabric {
     uint64_t rng[4];
     bool started;
     uint32_t host_cnt, node_cnt, link_cnt;
-    uint32_t half; /* fat-tree k/2 */
+    uint32_t half;        /* fat-tree k/2 */
+    uint32_t routes_down; /* links routing believes down */
     struct fab_node *nodes;
     struct fab_link *links;
     struct fab_host *hosts;
@@ -681,11 +682,60 @@ static uint32_t fab_route(const struct sr_fabric *f, uint32_t node, uint32_t dst
     }
 }
 
+/* fab_route while routing believes every link is up: the candidates are
+ * then always the contiguous ports [*base, *base + count), the same set
+ * fab_route would list, without checking each onward path. */
+static uint32_t fab_route_all_up(const struct sr_fabric *f, uint32_t node, uint32_t dst,
+                                 uint32_t *base)
+{
+    const struct sr_fabric_cfg *c = &f->cfg;
+    const struct fab_node *n = &f->nodes[node];
+    uint32_t H = f->host_cnt;
+    if (c->topo == SR_FABRIC_LEAF_SPINE) {
+        uint32_t P = c->hosts_per_leaf, dl = dst / P;
+        if (n->kind == SR_FABRIC_SPINE)
+            *base = dl;
+        else if (node - H == dl)
+            *base = dst % P;
+        else
+            return *base = P, c->spines;
+        return 1;
+    }
+    uint32_t h = f->half, k = c->k;
+    uint32_t dp = dst / (h * h), de = (dst / h) % h;
+    switch (n->kind) {
+    case SR_FABRIC_LEAF:
+        if (node - H == dp * h + de) {
+            *base = dst % h;
+            return 1;
+        }
+        *base = h;
+        return h;
+    case SR_FABRIC_AGG:
+        if ((node - H - k * h) / h == dp) {
+            *base = de;
+            return 1;
+        }
+        *base = h;
+        return h;
+    default:
+        *base = dp;
+        return 1;
+    }
+}
+
 static void fab_switch_rx(struct sr_fabric *f, uint32_t node, struct fab_pkt *p)
 {
     struct fab_node *n = &f->nodes[node];
-    uint32_t cand[FAB_MAX_PORTS];
     n->in++;
+    if (!f->routes_down) {
+        uint32_t base, cnt = fab_route_all_up(f, node, p->dst, &base);
+        uint32_t pick = cnt == 1 ? 0 : (uint32_t)(fab_mix64(p->flow_hash ^ n->salt) % cnt);
+        if (!fab_link_send(f, n->ports[base + pick], p, true))
+            n->dropped++;
+        return;
+    }
+    uint32_t cand[FAB_MAX_PORTS];
     uint32_t cnt = fab_route(f, node, p->dst, cand);
     if (!cnt) {
         n->noroute++;
@@ -1275,6 +1325,8 @@ static void fab_ctl_apply(struct sr_fabric *f, const struct fab_ctl *c)
     for (int i = 0; i < 2; i++) {
         struct fab_link *l = &f->links[ids[i]];
         if (c->kind == FAB_CTL_ROUTE) {
+            if (l->route_up != c->up)
+                f->routes_down += c->up ? -1 : 1;
             l->route_up = c->up;
         } else if (l->up != c->up) {
             l->up = c->up;
