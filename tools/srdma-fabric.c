@@ -1,0 +1,490 @@
+/* srdma-fabric: runs a workload over a simulated leaf-spine or fat-tree
+ * fabric with one softrdma engine per host, and prints a summary table
+ * (optionally per-flow and per-link CSV). Wall time and memory are the
+ * tool's own measurements; everything else comes from simulated time and
+ * is the same for the same flags. See docs/FABRIC.md. */
+#define _POSIX_C_SOURCE 200809L
+#include "sr_fabric.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+struct fail_spec {
+    char a[32], b[32];
+    uint64_t down_ns, up_ns; /* up_ns 0: stays down */
+};
+
+static void usage(FILE *out)
+{
+    fprintf(
+        out,
+        "usage: srdma-fabric [options]\n"
+        "  --topo leaf-spine|fat-tree   (leaf-spine)\n"
+        "  --leaves N --spines N --hosts-per-leaf N   (4, 2, 4)\n"
+        "  --k N                        fat-tree arity, even (4)\n"
+        "  --host-rate G --fabric-rate G   link rates in Gbit/s (100, 100)\n"
+        "  --host-delay NS --fabric-delay NS   propagation (500, 1000)\n"
+        "  --buffer BYTES               switch port buffer (512K)\n"
+        "  --kmin BYTES --kmax BYTES --pmax P   ECN RED profile (64K, 256K, 0.2; kmax 0 = off)\n"
+        "  --trim                       trim payloads instead of dropping\n"
+        "  --detect US                  routing sees failures after this (10)\n"
+        "  --workload perm|incast|a2a   (perm)\n"
+        "  --size BYTES                 message size, K/M/G suffixes (1M)\n"
+        "  --incast-n N --incast-dst H  senders and target of incast (8, 0)\n"
+        "  --mode verified|header       payload mode (verified)\n"
+        "  --mtu N --window PKTS --timeout CODE   engine settings (4096, 64, 8)\n"
+        "  --fail A:B@US[-US]           cut cable A-B at US, restore at the second\n"
+        "                               (e.g. leaf0:spine1@50-300); repeatable\n"
+        "  --seed N --until MS          (1, 10000)\n"
+        "  --flows-csv FILE --links-csv FILE\n"
+        "  --progress                   progress line on stderr even when short\n");
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v < 0)
+        return -1;
+    switch (*end) {
+    case 'k':
+    case 'K':
+        v *= 1024;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        v *= 1024 * 1024;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        v *= 1024.0 * 1024 * 1024;
+        end++;
+        break;
+    default:
+        break;
+    }
+    if (*end || v > 1e19)
+        return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int parse_fail(const char *s, struct fail_spec *fs)
+{
+    memset(fs, 0, sizeof(*fs));
+    const char *colon = strchr(s, ':'), *at = strchr(s, '@');
+    if (!colon || !at || at < colon || (size_t)(colon - s) >= sizeof(fs->a) ||
+        (size_t)(at - colon - 1) >= sizeof(fs->b))
+        return -1;
+    memcpy(fs->a, s, (size_t)(colon - s));
+    memcpy(fs->b, colon + 1, (size_t)(at - colon - 1));
+    char *end;
+    double d = strtod(at + 1, &end);
+    if (end == at + 1 || d < 0)
+        return -1;
+    fs->down_ns = (uint64_t)(d * 1000);
+    if (*end == '-') {
+        const char *u = end + 1;
+        double v = strtod(u, &end);
+        if (end == u || v * 1000 <= d * 1000)
+            return -1;
+        fs->up_ns = (uint64_t)(v * 1000);
+    }
+    return *end ? -1 : 0;
+}
+
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* User + system CPU seconds: on a shared machine wall time also counts
+ * waiting for a core. */
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+static double max_rss_mib(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;
+}
+
+static int write_flows(struct sr_fabric *f, const char *path)
+{
+    FILE *o = fopen(path, "w");
+    if (!o)
+        return -1;
+    fprintf(o, "flow,src,dst,bytes,start_ns,end_ns,fct_ns,ok\n");
+    for (uint32_t i = 0; i < sr_fabric_flow_cnt(f); i++) {
+        struct sr_fabric_flow_info fi;
+        sr_fabric_flow_info(f, (int)i, &fi);
+        fprintf(o, "%u,%u,%u,%" PRIu64 ",%" PRIu64 ",%s%" PRIu64 ",%" PRIu64 ",%d\n", i, fi.src,
+                fi.dst, fi.bytes, fi.start_ns, fi.done ? "" : "-", fi.done ? fi.end_ns : 0,
+                fi.done ? fi.end_ns - fi.start_ns : 0, fi.ok);
+    }
+    return fclose(o);
+}
+
+static int write_links(struct sr_fabric *f, const char *path, uint64_t span_ns)
+{
+    FILE *o = fopen(path, "w");
+    if (!o)
+        return -1;
+    fprintf(o, "link,from,to,rate_bps,tx_pkts,tx_bytes,util,drops,down_drops,wire_drops,"
+               "trimmed,ecn_marked,max_q_bytes\n");
+    for (uint32_t i = 0; i < sr_fabric_link_cnt(f); i++) {
+        struct sr_fabric_link_stats l;
+        char a[32], b[32];
+        sr_fabric_link_stats(f, (int)i, &l);
+        sr_fabric_node_name(f, l.from, a, sizeof(a));
+        sr_fabric_node_name(f, l.to, b, sizeof(b));
+        double util =
+            span_ns ? (double)l.tx_bytes * 8e9 / ((double)l.rate_bps * (double)span_ns) : 0.0;
+        fprintf(o,
+                "%u,%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.4f,%" PRIu64 ",%" PRIu64 ",%" PRIu64
+                ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+                i, a, b, l.rate_bps, l.tx_pkts, l.tx_bytes, util, l.drops, l.down_drops,
+                l.wire_drops, l.trimmed, l.ecn_marked, l.max_q_bytes);
+    }
+    return fclose(o);
+}
+
+enum {
+    OPT_TOPO = 256,
+    OPT_LEAVES,
+    OPT_SPINES,
+    OPT_HPL,
+    OPT_K,
+    OPT_HRATE,
+    OPT_FRATE,
+    OPT_HDELAY,
+    OPT_FDELAY,
+    OPT_BUFFER,
+    OPT_KMIN,
+    OPT_KMAX,
+    OPT_PMAX,
+    OPT_TRIM,
+    OPT_DETECT,
+    OPT_WORKLOAD,
+    OPT_SIZE,
+    OPT_INCAST_N,
+    OPT_INCAST_DST,
+    OPT_MODE,
+    OPT_MTU,
+    OPT_WINDOW,
+    OPT_TIMEOUT,
+    OPT_FAIL,
+    OPT_SEED,
+    OPT_UNTIL,
+    OPT_FLOWS_CSV,
+    OPT_LINKS_CSV,
+    OPT_PROGRESS,
+    OPT_HELP,
+};
+
+static const struct option opts[] = {
+    {"topo", required_argument, 0, OPT_TOPO},
+    {"leaves", required_argument, 0, OPT_LEAVES},
+    {"spines", required_argument, 0, OPT_SPINES},
+    {"hosts-per-leaf", required_argument, 0, OPT_HPL},
+    {"k", required_argument, 0, OPT_K},
+    {"host-rate", required_argument, 0, OPT_HRATE},
+    {"fabric-rate", required_argument, 0, OPT_FRATE},
+    {"host-delay", required_argument, 0, OPT_HDELAY},
+    {"fabric-delay", required_argument, 0, OPT_FDELAY},
+    {"buffer", required_argument, 0, OPT_BUFFER},
+    {"kmin", required_argument, 0, OPT_KMIN},
+    {"kmax", required_argument, 0, OPT_KMAX},
+    {"pmax", required_argument, 0, OPT_PMAX},
+    {"trim", no_argument, 0, OPT_TRIM},
+    {"detect", required_argument, 0, OPT_DETECT},
+    {"workload", required_argument, 0, OPT_WORKLOAD},
+    {"size", required_argument, 0, OPT_SIZE},
+    {"incast-n", required_argument, 0, OPT_INCAST_N},
+    {"incast-dst", required_argument, 0, OPT_INCAST_DST},
+    {"mode", required_argument, 0, OPT_MODE},
+    {"mtu", required_argument, 0, OPT_MTU},
+    {"window", required_argument, 0, OPT_WINDOW},
+    {"timeout", required_argument, 0, OPT_TIMEOUT},
+    {"fail", required_argument, 0, OPT_FAIL},
+    {"seed", required_argument, 0, OPT_SEED},
+    {"until", required_argument, 0, OPT_UNTIL},
+    {"flows-csv", required_argument, 0, OPT_FLOWS_CSV},
+    {"links-csv", required_argument, 0, OPT_LINKS_CSV},
+    {"progress", no_argument, 0, OPT_PROGRESS},
+    {"help", no_argument, 0, OPT_HELP},
+    {0, 0, 0, 0},
+};
+
+#define MAX_FAILS 64
+
+int main(int argc, char **argv)
+{
+    struct sr_fabric_cfg c = {
+        .topo = SR_FABRIC_LEAF_SPINE,
+        .leaves = 4,
+        .spines = 2,
+        .hosts_per_leaf = 4,
+        .k = 4,
+        .host_link = {.rate_bps = 100000000000ull, .delay_ns = 500},
+        .fabric_link = {.rate_bps = 100000000000ull, .delay_ns = 1000},
+        .kmin_bytes = 64 * 1024,
+        .kmax_bytes = 256 * 1024,
+        .pmax = 0.2,
+        .detect_ns = 10000,
+        .seed = 1,
+    };
+    uint64_t buffer = 512 * 1024, size = 1 << 20, until_ms = 10000;
+    const char *workload = "perm", *flows_csv = NULL, *links_csv = NULL;
+    uint32_t incast_n = 8, incast_dst = 0;
+    struct fail_spec fails[MAX_FAILS];
+    int fail_cnt = 0;
+    bool progress = false;
+    int o;
+    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        uint64_t v = 0;
+        bool num = o != OPT_TOPO && o != OPT_WORKLOAD && o != OPT_MODE && o != OPT_FAIL &&
+                   o != OPT_FLOWS_CSV && o != OPT_LINKS_CSV && o != OPT_TRIM && o != OPT_PROGRESS &&
+                   o != OPT_HELP && o != 'h' && o != '?' && o != OPT_PMAX && o != OPT_HRATE &&
+                   o != OPT_FRATE && o != OPT_DETECT;
+        if (num && parse_size(optarg, &v) < 0) {
+            fprintf(stderr, "srdma-fabric: bad number '%s'\n", optarg);
+            return 2;
+        }
+        switch (o) {
+        case OPT_TOPO:
+            if (!strcmp(optarg, "leaf-spine"))
+                c.topo = SR_FABRIC_LEAF_SPINE;
+            else if (!strcmp(optarg, "fat-tree"))
+                c.topo = SR_FABRIC_FAT_TREE;
+            else {
+                fprintf(stderr, "srdma-fabric: unknown topology '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case OPT_LEAVES:
+            c.leaves = (uint32_t)v;
+            break;
+        case OPT_SPINES:
+            c.spines = (uint32_t)v;
+            break;
+        case OPT_HPL:
+            c.hosts_per_leaf = (uint32_t)v;
+            break;
+        case OPT_K:
+            c.k = (uint32_t)v;
+            break;
+        case OPT_HRATE:
+            c.host_link.rate_bps = (uint64_t)(strtod(optarg, NULL) * 1e9);
+            break;
+        case OPT_FRATE:
+            c.fabric_link.rate_bps = (uint64_t)(strtod(optarg, NULL) * 1e9);
+            break;
+        case OPT_HDELAY:
+            c.host_link.delay_ns = v;
+            break;
+        case OPT_FDELAY:
+            c.fabric_link.delay_ns = v;
+            break;
+        case OPT_BUFFER:
+            buffer = v;
+            break;
+        case OPT_KMIN:
+            c.kmin_bytes = v;
+            break;
+        case OPT_KMAX:
+            c.kmax_bytes = v;
+            break;
+        case OPT_PMAX:
+            c.pmax = strtod(optarg, NULL);
+            break;
+        case OPT_TRIM:
+            c.trim = true;
+            break;
+        case OPT_DETECT:
+            c.detect_ns = (uint64_t)(strtod(optarg, NULL) * 1000);
+            break;
+        case OPT_WORKLOAD:
+            workload = optarg;
+            break;
+        case OPT_SIZE:
+            size = v;
+            break;
+        case OPT_INCAST_N:
+            incast_n = (uint32_t)v;
+            break;
+        case OPT_INCAST_DST:
+            incast_dst = (uint32_t)v;
+            break;
+        case OPT_MODE:
+            if (!strcmp(optarg, "verified"))
+                c.mode = SR_FABRIC_VERIFIED;
+            else if (!strcmp(optarg, "header"))
+                c.mode = SR_FABRIC_HEADER_ONLY;
+            else {
+                fprintf(stderr, "srdma-fabric: unknown mode '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case OPT_MTU:
+            c.mtu = (uint32_t)v;
+            break;
+        case OPT_WINDOW:
+            c.window_pkts = (uint32_t)v;
+            break;
+        case OPT_TIMEOUT:
+            c.timeout = (uint8_t)v;
+            break;
+        case OPT_FAIL:
+            if (fail_cnt == MAX_FAILS || parse_fail(optarg, &fails[fail_cnt]) < 0) {
+                fprintf(stderr, "srdma-fabric: bad --fail '%s'\n", optarg);
+                return 2;
+            }
+            fail_cnt++;
+            break;
+        case OPT_SEED:
+            c.seed = v;
+            break;
+        case OPT_UNTIL:
+            until_ms = v;
+            break;
+        case OPT_FLOWS_CSV:
+            flows_csv = optarg;
+            break;
+        case OPT_LINKS_CSV:
+            links_csv = optarg;
+            break;
+        case OPT_PROGRESS:
+            progress = true;
+            break;
+        case OPT_HELP:
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        usage(stderr);
+        return 2;
+    }
+    c.fabric_link.buffer_bytes = buffer;
+    c.host_link.buffer_bytes = buffer;
+
+    double t0 = wall_s();
+    int err = 0;
+    struct sr_fabric *f = sr_fabric_create(&c, &err);
+    if (!f) {
+        fprintf(stderr, "srdma-fabric: bad fabric configuration (%d)\n", err);
+        return 2;
+    }
+    if (!strcmp(workload, "perm"))
+        err = sr_fabric_permutation(f, size, 0);
+    else if (!strcmp(workload, "incast"))
+        err = sr_fabric_incast(f, incast_dst, incast_n, size, 0);
+    else if (!strcmp(workload, "a2a"))
+        err = sr_fabric_all_to_all(f, size, 0);
+    else
+        err = SR_ERR_INVAL;
+    if (err < 0) {
+        fprintf(stderr, "srdma-fabric: bad workload '%s' for this fabric\n", workload);
+        sr_fabric_destroy(f);
+        return 2;
+    }
+    for (int i = 0; i < fail_cnt; i++) {
+        int a = sr_fabric_find_node(f, fails[i].a), b = sr_fabric_find_node(f, fails[i].b);
+        if (sr_fabric_schedule_link(f, a, b, fails[i].down_ns, false) < 0 ||
+            (fails[i].up_ns && sr_fabric_schedule_link(f, a, b, fails[i].up_ns, true) < 0)) {
+            fprintf(stderr, "srdma-fabric: no cable %s:%s\n", fails[i].a, fails[i].b);
+            sr_fabric_destroy(f);
+            return 2;
+        }
+    }
+
+    /* Slices of simulated time, so the progress line can be refreshed
+     * about once a second of wall time. */
+    uint64_t until = until_ms * 1000000, slice = 20000;
+    int r = SR_FABRIC_UNTIL;
+    double last = t0;
+    bool printed = false;
+    for (uint64_t t = slice; r == SR_FABRIC_UNTIL; t += slice) {
+        r = sr_fabric_run(f, t < until ? t : until);
+        if (r < 0)
+            break;
+        if (r == SR_FABRIC_UNTIL && t >= until)
+            break;
+        double now = wall_s();
+        if (now - last >= 1.0 || (progress && !printed)) {
+            struct sr_fabric_summary s;
+            sr_fabric_summary(f, &s);
+            fprintf(stderr, "\r  sim %.3f ms  flows %u/%u  events %.2fM  %.2fM ev/s  rss %.0f MiB ",
+                    (double)sr_fabric_now(f) / 1e6, s.done, s.flows, (double)s.events / 1e6,
+                    (double)s.events / (now - t0) / 1e6, max_rss_mib());
+            last = now;
+            printed = true;
+        }
+    }
+    if (printed)
+        fprintf(stderr, "\n");
+    double wall = wall_s() - t0;
+    if (r < 0) {
+        fprintf(stderr, "srdma-fabric: setup failed (%d)\n", r);
+        sr_fabric_destroy(f);
+        return 1;
+    }
+
+    struct sr_fabric_summary s;
+    sr_fabric_summary(f, &s);
+    char topo[96];
+    if (c.topo == SR_FABRIC_LEAF_SPINE)
+        snprintf(topo, sizeof(topo), "leaf-spine %u leaves x %u hosts, %u spines", c.leaves,
+                 c.hosts_per_leaf, c.spines);
+    else
+        snprintf(topo, sizeof(topo), "fat-tree k=%u", c.k);
+    printf("%-22s %s\n", "topology", topo);
+    printf("%-22s %u (%s, %s, %" PRIu64 " bytes)\n", "hosts", sr_fabric_host_cnt(f), workload,
+           c.mode == SR_FABRIC_VERIFIED ? "verified" : "header-only", size);
+    printf("%-22s %u of %u (%u failed, %u bad data)\n", "flows done", s.done, s.flows, s.failed,
+           s.verified_bad);
+    printf("%-22s %.2f / %.2f / %.2f us\n", "fct p50 / p99 / max", (double)s.fct_p50_ns / 1e3,
+           (double)s.fct_p99_ns / 1e3, (double)s.fct_max_ns / 1e3);
+    printf("%-22s %.3f ms\n", "simulated time", (double)s.end_ns / 1e6);
+    printf("%-22s %.0f%% max, %.0f%% mean\n", "fabric link util", s.max_util * 100,
+           s.mean_util * 100);
+    printf("%-22s %" PRIu64 " bytes\n", "max queue", s.max_q_bytes);
+    printf("%-22s %" PRIu64 " (trimmed %" PRIu64 ", ecn marked %" PRIu64 ")\n", "drops", s.drops,
+           s.trimmed_rx, s.ecn_marked);
+    printf("%-22s %" PRIu64 " (timeouts %" PRIu64 ")\n", "retransmissions", s.retransmits,
+           s.timeouts);
+    double cpu = cpu_s();
+    printf("%-22s %" PRIu64 " (%.2fM/s wall, %.2fM/s cpu)\n", "packet-hop events", s.events,
+           (double)s.events / wall / 1e6, (double)s.events / cpu / 1e6);
+    printf("%-22s %.2f s wall, %.2f s cpu, max rss %.0f MiB\n", "time", wall, cpu, max_rss_mib());
+    printf("%-22s %016" PRIx64 "\n", "digest", sr_fabric_digest(f));
+    int rc = s.done == s.flows && !s.failed && !s.verified_bad ? 0 : 1;
+    if (flows_csv && write_flows(f, flows_csv) != 0)
+        rc = 1;
+    if (links_csv && write_links(f, links_csv, s.end_ns ? s.end_ns : sr_fabric_now(f)) != 0)
+        rc = 1;
+    sr_fabric_destroy(f);
+    return rc;
+}
