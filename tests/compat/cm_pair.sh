@@ -4,7 +4,8 @@
 # @PORT@ in any argument becomes a port this test holds alone (ports.sh).
 # WAIT: cm:PS (a librdmacm listener in port space PS, hex), tcp (a TCP
 # listener on the port) or none (the server's fixed port is locked
-# through ctest's RESOURCE_LOCK). Both sides exit 0 within 60 s, and each
+# through ctest's RESOURCE_LOCK). Both sides exit 0 within SR_PAIR_SECONDS
+# (60 s unless set), and each
 # EXPECT, "c:REGEX" or "s:REGEX", matches the client's or the server's
 # output ("!c:REGEX", "!s:REGEX": matches no line of it). A server that never exits by design (cmtime) is named with
 # SR_SERVER_STAYS=1: it is stopped once the client is done.
@@ -31,7 +32,7 @@ for a in "$@"; do
     esac
 done
 # shellcheck disable=SC2086
-LD_LIBRARY_PATH=$lib timeout 60 $srv >"$tmp/s" 2>&1 &
+LD_LIBRARY_PATH=$lib timeout "${SR_PAIR_SECONDS:-60}" $srv >"$tmp/s" 2>&1 &
 spid=$!
 case $wait in
 cm:*) sr_wait_cm "${wait#cm:}" "$port" || echo "note: no listener entry after 10 s" ;;
@@ -39,7 +40,7 @@ tcp) sr_wait_tcp "$port" || echo "note: no TCP listener after 10 s" ;;
 none) sleep 1 ;;
 esac
 # shellcheck disable=SC2086
-LD_LIBRARY_PATH=$lib timeout 60 $cli >"$tmp/c" 2>&1
+LD_LIBRARY_PATH=$lib timeout "${SR_PAIR_SECONDS:-60}" $cli >"$tmp/c" 2>&1
 crc=$?
 if [ "${SR_SERVER_STAYS:-0}" = 1 ]; then
     kill "$spid" 2>/dev/null
