@@ -28,6 +28,8 @@
 #   LOSS_SECONDS  perftest -D of each bandwidth point (1)
 #   LOSS_BUILD    build directory holding lib/libibverbs.so.1 (build)
 #   LOSS_PORT     first TCP port for the rendezvous (23000)
+#   LOSS_LOGS     directory that keeps the output of failed points
+#                 (default: a new /tmp/loss-logs.XXXXXX, named in the report)
 set -euo pipefail
 
 quick=0
@@ -48,10 +50,14 @@ done
 # waits for ibv_rc_pingpong's transport timer (timeout 14: 67 ms), which at
 # 10% loss happens every few iterations.
 if [ "$quick" -eq 1 ]; then
-  reps=${LOSS_REPS:-1} secs=${LOSS_SECONDS:-1} pp4_n=100 pp64_n=20
+  reps=${LOSS_REPS:-1} secs=${LOSS_SECONDS:-1} pp4_n=50 pp64_n=10
 else
-  reps=${LOSS_REPS:-3} secs=${LOSS_SECONDS:-1} pp4_n=200 pp64_n=40
+  reps=${LOSS_REPS:-3} secs=${LOSS_SECONDS:-1} pp4_n=100 pp64_n=20
 fi
+# A point that has not finished within these many seconds counts as failed
+# (left out of the medians, listed under the table): a 1 s perftest point
+# normally ends within 4 s.
+bw_limit=12 pp_limit=30
 port=${LOSS_PORT:-23000}
 port_end=$((port + 2000))
 
@@ -62,6 +68,7 @@ bw_sizes=(65536 1048576)
 
 tmp=$(mktemp -d)
 raw=$tmp/raw
+logs=${LOSS_LOGS:-}
 : >"$raw"
 srv_pid=
 cleanup() {
@@ -119,6 +126,10 @@ run_pair() {
       echo "  client: $(grep -v "softrdma: stats" "$tmp/$tag.cli" | awk 'NF' | tail -n 2 | tr '\n' '|')"
       echo "  server: $(grep -v "softrdma: stats" "$tmp/$tag.srv" | awk 'NF' | tail -n 2 | tr '\n' '|')"
     } | tee -a "$tmp/failures" >&2
+    [ -n "$logs" ] || logs=$(mktemp -d /tmp/loss-logs.XXXXXX)
+    mkdir -p "$logs"
+    cp "$tmp/$tag.srv" "$logs/rep$rep.$tag.srv"
+    cp "$tmp/$tag.cli" "$logs/rep$rep.$tag.cli"
     return 1
   fi
 }
@@ -147,7 +158,7 @@ count_repairs() {
 
 bw_point() {
   local prog=$1 size=$2 pi=$3 tag=${1}_${2}_p$3 v
-  run_pair "$tag" "${profiles[$pi]}" 25 "$prog" -F -x 0 -s "$size" -D "$secs" --report_gbits ||
+  run_pair "$tag" "${profiles[$pi]}" "$bw_limit" "$prog" -F -x 0 -s "$size" -D "$secs" --report_gbits ||
     return 0
   v=$(awk '/#bytes/ { getline; print $4; exit }' "$tmp/$tag.cli")
   record "$tag" "$v"
@@ -156,13 +167,13 @@ bw_point() {
 
 pp_point() {
   local size=$1 n=$2 pi=$3 tag=pp_${1}_p$3 v
-  run_pair "$tag" "${profiles[$pi]}" 60 ibv_rc_pingpong -g 0 -c -s "$size" -n "$n" || return 0
+  run_pair "$tag" "${profiles[$pi]}" "$pp_limit" ibv_rc_pingpong -g 0 -c -s "$size" -n "$n" || return 0
   v=$(sed -n 's/.*= *\([0-9.]*\) usec\/iter.*/\1/p' "$tmp/$tag.cli" | head -n1)
   record "$tag" "$v"
   count_repairs "$tag" "$pi"
 }
 
-log "$reps repetitions, perftest -D $secs, ping-pong -n $pp4_n (4 KiB) / $pp64_n (64 KiB)"
+log "$reps repetitions, perftest -D $secs, ping-pong -n $pp4_n (4 KiB) / $pp64_n (64 KiB); machine load $(cut -d' ' -f1-3 /proc/loadavg)"
 t0=$(date +%s)
 for ((rep = 1; rep <= reps; rep++)); do
   unset retx lost
@@ -200,7 +211,7 @@ summarise() {
 
 echo
 echo "softrdma loss recovery, UDP path, $(date -u +%Y-%m-%dT%H:%MZ), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')"
-echo "reps $reps (interleaved), perftest -D $secs, ibv_rc_pingpong -n $pp4_n / $pp64_n; faults: loss as shown, reorder=0.01, dup=0.005"
+echo "reps $reps (interleaved), perftest -D $secs (killed after $bw_limit s), ibv_rc_pingpong -c -n $pp4_n / $pp64_n (killed after $pp_limit s); faults: loss as shown, reorder=0.01, dup=0.005"
 echo "cells: median [min..max] over repetitions; ratios are to the lossless figure of the same repetition"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
@@ -230,7 +241,7 @@ for pi in 1 2 3 4; do printf ' %-20s' "$(values "lost_p$pi" | summarise '%.0f')"
 printf '\n'
 echo
 if [ -s "$tmp/failures" ]; then
-  echo "failed runs (left out of the medians):"
+  echo "failed runs (left out of the medians; their output is in $logs):"
   cat "$tmp/failures"
 else
   echo "failed runs: none"

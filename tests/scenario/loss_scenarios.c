@@ -334,7 +334,7 @@ static void drop_read_resp(struct scn *s, const struct scn_pkt_info *pi, struct 
 /* 64 KiB READs at MTU 1024 (64 responses each), four in flight; responses
  * lost at random up to 10% and, in some rows, every READ's FIRST, LAST and
  * one MIDDLE lost once. The requester must ask again from the first
- * missing response (IBA 9.7.4.1.4) and end with the responder's bytes. */
+ * missing response (IBA 9.7.4) and end with the responder's bytes. */
 static void test_lost_read_responses(void)
 {
     enum { N = 10, L = 64 * KIB, SRC = 1 << 20 };
@@ -406,7 +406,7 @@ static uint64_t ld64(const uint8_t *p)
  * fifth one lost once in some rows) and requests and ACKs lost besides.
  * A lost ATOMIC ACKNOWLEDGE makes the requester resend the request; the
  * responder must answer it from the value it saved and not execute it
- * again (IBA 9.7.5.1.4 and o9-28, the atomic replay), even when later
+ * again (IBA 9.7.5.1.4: the atomic replay), even when later
  * atomics already executed. Checked: the target's final value, every
  * returned original (RC executes atomics in PSN order, so each has one
  * right answer), every CMP_SWAP succeeded, and the responder executed

@@ -105,6 +105,11 @@ struct scn {
     uint16_t *nth[2]; /* per direction, by (opcode, psn) hashed: first sight or not */
     /* what the wire did */
     uint64_t sent[2], dropped[2], delayed[2], duplicated[2];
+    /* scratch: the packet being sent, and SGEs for posts (copied by the
+     * engine at post) */
+    uint8_t tx_buf[SR_MAX_HDR_LEN + SR_MAX_PMTU + 8];
+    struct sr_sge sge[16];
+    unsigned sge_at;
 };
 
 static inline uint64_t scn_rand(struct scn *s)
@@ -177,11 +182,11 @@ static void scn_queue(struct scn *s, int to, const uint8_t *data, uint32_t len, 
 
 static int scn_tx(void *ctx, const struct sr_tx_pkt *t)
 {
+    /* ops_ctx is &s->ctx_id[from]: the sender, and through it the scn */
     int from = *(const int *)ctx;
-    /* ctx_id[from] lives inside struct scn */
     struct scn *s =
         (struct scn *)((char *)ctx - offsetof(struct scn, ctx_id) - (size_t)from * sizeof(int));
-    static uint8_t buf[SR_MAX_HDR_LEN + SR_MAX_PMTU + 8];
+    uint8_t *buf = s->tx_buf;
     uint32_t n = 0;
     memcpy(buf, t->hdr, t->hdr_len);
     n += t->hdr_len;
@@ -399,16 +404,13 @@ static int scn_collect(struct scn *s, struct scn_wait *w, struct sr_cq *cq, int 
 
 static struct sr_sge *scn_sge(struct scn *s, int node, uint64_t off, uint32_t len)
 {
-    static struct sr_sge ring[256];
-    static unsigned at;
-    struct sr_sge *g = &ring[at++ % 256];
+    struct sr_sge *g = &s->sge[s->sge_at++ % SR_ARRAY_SIZE(s->sge)];
     *g = (struct sr_sge){(uintptr_t)s->mem[node] + off, len, sr_mr_lkey(s->mr[node])};
     return g;
 }
 
 /* Node 0 posts one signalled work request; local buffer at off, remote
- * (node 1) at roff. The SGE is copied at post, so the static ring is
- * enough. */
+ * (node 1) at roff. */
 static int scn_post(struct scn *s, enum sr_wr_opcode op, uint64_t id, uint64_t off, uint64_t roff,
                     uint32_t len, uint64_t compare_add, uint64_t swap)
 {
