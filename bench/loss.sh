@@ -210,7 +210,7 @@ summarise() {
 }
 
 echo
-echo "softrdma loss recovery, UDP path, $(date -u +%Y-%m-%dT%H:%MZ), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')"
+echo "softrdma loss recovery, UDP path, $(date -u +%Y-%m-%dT%H:%MZ), commit $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?')"
 echo "reps $reps (interleaved), perftest -D $secs (killed after $bw_limit s), ibv_rc_pingpong -c -n $pp4_n / $pp64_n (killed after $pp_limit s); faults: loss as shown, reorder=0.01, dup=0.005"
 echo "cells: median [min..max] over repetitions; ratios are to the lossless figure of the same repetition"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -491,11 +491,16 @@ static void test_lost_atomic_acks(void)
 
 /* Every packet, both ways, duplicated with probability 20%, the copy
  * trailing by up to 400 us: most copies of requests arrive after the
- * request was acknowledged, copies of ACKs after the completion. SENDs
- * must consume one receive each (spare receives stay posted), WRITEs land
- * once, FETCH_ADDs execute once; the requester completes each WQE once. */
+ * request was acknowledged, copies of ACKs and READ responses after the
+ * completion. SENDs must consume one receive each (spare receives stay
+ * posted), WRITEs land once, FETCH_ADDs execute once, the requester
+ * completes each WQE once. A late READ request is executed again (IBA
+ * 9.7.5.1.4), after the test has changed the source: the requester must
+ * drop those responses, its completed destination keeps what it read. */
 static void test_acked_duplicates(void)
 {
+    enum { N = 32, L = 5000, SPARE = 6, RBASE = 1 << 20, RD = 2 << 20, T = 3 << 20 };
+    uint8_t *src_copy = malloc((size_t)N * 8 * KIB);
     for (size_t li = 0; li < SR_ARRAY_SIZE(losses); li++)
         for (uint64_t seed = 1; seed <= 3 * seed_mult; seed++) {
             set_ctx("duplicates of acknowledged packets", seed, losses[li]);
@@ -506,60 +511,80 @@ static void test_acked_duplicates(void)
                                            .dup_max_ns = 400000,
                                            .retry_cnt = 7,
                                            .psn = {0xffffff - 3, 12}});
-            enum { N = 30, L = 5000, SPARE = 6, RBASE = 1 << 20, T = 3 << 20 };
             for (int i = 0; i < N + SPARE; i++)
                 SR_CHECK_EQ(scn_post_recv(&s, (uint64_t)i, RBASE + (uint64_t)i * 8 * KIB, L), 0);
+            memcpy(src_copy, s.mem[1], (size_t)N * 8 * KIB);
             uint64_t v0 = ld64(s.mem[1] + T), sum = 0;
             for (int i = 0; i < N; i++) {
                 uint64_t off = (uint64_t)i * 8 * KIB;
-                /* SEND, WRITE, FETCH_ADD in turn */
-                int err = i % 3 == 0 ? scn_post(&s, SR_WR_SEND, (uint64_t)i, off, 0, L, 0, 0)
-                          : i % 3 == 1
-                              ? scn_post(&s, SR_WR_RDMA_WRITE, (uint64_t)i, off, off, L, 0, 0)
-                              : scn_post(&s, SR_WR_ATOMIC_FETCH_AND_ADD, (uint64_t)i, off, T, 8,
-                                         (uint64_t)i, 0);
-                SR_CHECK_EQ(err, 0);
-                if (i % 3 == 2)
+                int err = 0;
+                switch (i % 4) { /* SEND, WRITE, FETCH_ADD, READ in turn */
+                case 0:
+                    err = scn_post(&s, SR_WR_SEND, (uint64_t)i, off, 0, L, 0, 0);
+                    break;
+                case 1:
+                    err = scn_post(&s, SR_WR_RDMA_WRITE, (uint64_t)i, off, off, L, 0, 0);
+                    break;
+                case 2:
+                    err = scn_post(&s, SR_WR_ATOMIC_FETCH_AND_ADD, (uint64_t)i, off, T, 8,
+                                   (uint64_t)i, 0);
                     sum += (uint64_t)i;
+                    break;
+                default:
+                    err = scn_post(&s, SR_WR_RDMA_READ, (uint64_t)i, RD + off, off, L, 0, 0);
+                    break;
+                }
+                SR_CHECK_EQ(err, 0);
             }
             struct scn_wait w = {0};
             scn_collect(&s, &w, s.scq[0], N, MAX_NS);
             SR_CHECK_EQ(w.got, N);
             for (int i = 0; i < w.got; i++) {
+                static const enum sr_wc_opcode ops[] = {SR_WC_SEND, SR_WC_RDMA_WRITE,
+                                                        SR_WC_FETCH_ADD, SR_WC_RDMA_READ};
                 SR_CHECK_EQ(w.wc[i].wr_id, (uint64_t)i);
                 SR_CHECK_EQ(w.wc[i].status, SR_WC_SUCCESS);
+                SR_CHECK_EQ(w.wc[i].opcode, ops[i % 4]);
             }
-            /* let every trailing copy arrive */
+            /* every READ completed: change its source, then let every
+             * trailing copy arrive */
+            for (int i = 3; i < N; i += 4)
+                for (int k = 0; k < L; k++)
+                    s.mem[1][(size_t)i * 8 * KIB + (size_t)k] ^= 0xa5;
             scn_run(&s, NULL, NULL, 50ull * MS);
+            for (int i = 3; i < N; i += 4)
+                SR_CHECK_MEM(s.mem[0] + RD + (size_t)i * 8 * KIB, src_copy + (size_t)i * 8 * KIB,
+                             L);
             struct scn_wait rw = {0};
-            scn_collect(&s, &rw, s.rcq[1], N / 3, MS);
-            SR_CHECK_EQ(rw.got, N / 3);
+            scn_collect(&s, &rw, s.rcq[1], N / 4, MS);
+            SR_CHECK_EQ(rw.got, N / 4);
             for (int k = 0; k < rw.got; k++) {
                 SR_CHECK_EQ(rw.wc[k].wr_id, (uint64_t)k);
                 SR_CHECK_EQ(rw.wc[k].status, SR_WC_SUCCESS);
                 SR_CHECK_EQ(rw.wc[k].byte_len, L);
                 SR_CHECK_MEM(s.mem[1] + RBASE + (size_t)k * 8 * KIB,
-                             s.mem[0] + (size_t)(3 * k) * 8 * KIB, L);
+                             s.mem[0] + (size_t)(4 * k) * 8 * KIB, L);
             }
             struct sr_wc extra;
             SR_CHECK_EQ(sr_cq_poll(s.rcq[1], 1, &extra), 0); /* spares untouched */
             SR_CHECK_EQ(sr_cq_poll(s.scq[0], 1, &extra), 0);
-            for (int i = 1; i < N; i += 3)
+            for (int i = 1; i < N; i += 4)
                 SR_CHECK_MEM(s.mem[1] + (size_t)i * 8 * KIB, s.mem[0] + (size_t)i * 8 * KIB, L);
             SR_CHECK_EQ(ld64(s.mem[1] + T), v0 + sum);
             struct sr_engine_stats st;
             scn_stats(&s, 1, &st);
-            SR_CHECK_EQ(st.atomics_executed, N / 3);
+            SR_CHECK_EQ(st.atomics_executed, N / 4);
             SR_CHECK(st.rx_duplicate > 0);
             /* the spare receives still work: one more SEND takes the next */
             SR_CHECK_EQ(scn_post(&s, SR_WR_SEND, 99, 0, 0, 100, 0, 0), 0);
             scn_collect(&s, &w, s.scq[0], 1, MAX_NS);
             scn_collect(&s, &rw, s.rcq[1], 1, MAX_NS);
-            SR_CHECK_EQ(rw.got, N / 3 + 1);
-            if (rw.got == N / 3 + 1)
-                SR_CHECK_EQ(rw.wc[N / 3].wr_id, (uint64_t)(N / 3));
+            SR_CHECK_EQ(rw.got, N / 4 + 1);
+            if (rw.got == N / 4 + 1)
+                SR_CHECK_EQ(rw.wc[N / 4].wr_id, (uint64_t)(N / 4));
             row_done(&s);
         }
+    free(src_copy);
     sr_test_ctx = "test_acked_duplicates: faults injected";
     check_injected(true, false, true);
 }
