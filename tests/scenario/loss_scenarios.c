@@ -670,6 +670,131 @@ static void test_rnr_mid_lossy_sends(void)
     check_injected(true, true, false);
 }
 
+/* ---- everything at once ---- */
+
+/* SEND, WRITE, READ, FETCH_ADD and CMP_SWAP in a seeded random order and
+ * random sizes (0..20 KiB), across the PSN wrap, with windows from 1 to 64
+ * packets and MTUs from 256 to 4096, under 10% loss, 5% reordering (up to
+ * 100 us) and 5% duplication (up to 200 us late). Every destination, every
+ * completion and both atomic targets are checked. */
+static void test_mixed_storm(void)
+{
+    /* N slots of SLOT bytes from 0 (sources, WRITE destinations, READ
+     * sources), from RD on node 0 (READ destinations, atomic originals),
+     * from RBASE on node 1 (receives); the atomic targets above them */
+    enum { N = 60, SLOT = 24 * KIB, RBASE = 3 << 19, RD = 3 << 19, T1 = 7 << 19, T2 = T1 + 8 };
+    _Static_assert(RD >= N * SLOT && RBASE + N * SLOT <= T1 && T2 + 8 <= SCN_MEM, "layout");
+    static const uint32_t windows[] = {1, 2, 8, 64};
+    static const uint32_t mtus[] = {256, 1024, 4096};
+    for (uint64_t seed = 1; seed <= 8 * seed_mult; seed++) {
+        set_ctx("mixed storm", seed, 0.1);
+        struct scn s;
+        scn_init(&s, &(struct scn_cfg){.seed = seed,
+                                       .loss = 0.1,
+                                       .reorder = 0.05,
+                                       .reorder_max_ns = 100000,
+                                       .dup = 0.05,
+                                       .dup_max_ns = 200000,
+                                       .window_pkts = windows[seed % 4],
+                                       .mtu = mtus[seed % 3],
+                                       .retry_cnt = 7,
+                                       .psn = {0xffffff - (uint32_t)seed * 7, 0xfffff0}});
+        uint8_t *src1 = malloc(SCN_MEM);
+        memcpy(src1, s.mem[1], SCN_MEM);
+        uint8_t kind[N];
+        uint32_t len[N];
+        uint64_t faa = ld64(s.mem[1] + T1), cas = ld64(s.mem[1] + T2), faa0 = faa, cas0 = cas;
+        int sends = 0;
+        for (int i = 0; i < N; i++) {
+            uint64_t off = (uint64_t)i * SLOT;
+            kind[i] = (uint8_t)(scn_rand(&s) % 5);
+            len[i] = (uint32_t)(scn_rand(&s) % (20 * KIB + 1));
+            int err = 0;
+            switch (kind[i]) {
+            case 0:
+                SR_CHECK_EQ(
+                    scn_post_recv(&s, (uint64_t)sends, RBASE + (uint64_t)sends * SLOT, SLOT), 0);
+                sends++;
+                err = scn_post(&s, SR_WR_SEND, (uint64_t)i, off, 0, len[i], 0, 0);
+                break;
+            case 1:
+                err = scn_post(&s, SR_WR_RDMA_WRITE, (uint64_t)i, off, off, len[i], 0, 0);
+                break;
+            case 2:
+                err = scn_post(&s, SR_WR_RDMA_READ, (uint64_t)i, RD + off, off, len[i], 0, 0);
+                break;
+            case 3:
+                err = scn_post(&s, SR_WR_ATOMIC_FETCH_AND_ADD, (uint64_t)i, RD + off, T1, 8,
+                               (uint64_t)i + 1, 0);
+                break;
+            default: {
+                uint64_t next = cas * 2862933555777941757ull + 3037000493ull;
+                err =
+                    scn_post(&s, SR_WR_ATOMIC_CMP_AND_SWP, (uint64_t)i, RD + off, T2, 8, cas, next);
+                break;
+            }
+            }
+            SR_CHECK_EQ(err, 0);
+            /* what each atomic must return, in PSN order */
+            if (kind[i] == 3) {
+                memcpy(src1 + RD + off, &faa, 8); /* expected original, kept beside */
+                faa += (uint64_t)i + 1;
+            } else if (kind[i] == 4) {
+                memcpy(src1 + RD + off, &cas, 8);
+                cas = cas * 2862933555777941757ull + 3037000493ull;
+            }
+        }
+        struct scn_wait w = {0};
+        scn_collect(&s, &w, s.scq[0], N, 4 * MAX_NS);
+        static const enum sr_wc_opcode ops[] = {SR_WC_SEND, SR_WC_RDMA_WRITE, SR_WC_RDMA_READ,
+                                                SR_WC_FETCH_ADD, SR_WC_COMP_SWAP};
+        check_wcs(&w, N, SR_WC_SUCCESS, -1);
+        for (int i = 0; i < w.got; i++)
+            SR_CHECK_EQ(w.wc[i].opcode, ops[kind[i]]);
+        scn_run(&s, NULL, NULL, 50ull * MS);
+        struct scn_wait rw = {0};
+        scn_collect(&s, &rw, s.rcq[1], sends, MS);
+        SR_CHECK_EQ(rw.got, sends);
+        int k = 0;
+        for (int i = 0; i < N; i++) {
+            size_t off = (size_t)i * SLOT;
+            switch (kind[i]) {
+            case 0:
+                if (k < rw.got) {
+                    SR_CHECK_EQ(rw.wc[k].wr_id, (uint64_t)k);
+                    SR_CHECK_EQ(rw.wc[k].status, SR_WC_SUCCESS);
+                    SR_CHECK_EQ(rw.wc[k].byte_len, len[i]);
+                    SR_CHECK_MEM(s.mem[1] + RBASE + (size_t)k * SLOT, s.mem[0] + off, len[i]);
+                }
+                k++;
+                break;
+            case 1:
+                SR_CHECK_MEM(s.mem[1] + off, s.mem[0] + off, len[i]);
+                break;
+            case 2:
+                SR_CHECK_MEM(s.mem[0] + RD + off, src1 + off, len[i]);
+                break;
+            default:
+                SR_CHECK_MEM(s.mem[0] + RD + off, src1 + RD + off, 8);
+                break;
+            }
+        }
+        SR_CHECK_EQ(ld64(s.mem[1] + T1), faa);
+        SR_CHECK_EQ(ld64(s.mem[1] + T2), cas);
+        struct sr_engine_stats st;
+        scn_stats(&s, 1, &st);
+        int atomics = 0;
+        for (int i = 0; i < N; i++)
+            atomics += kind[i] >= 3;
+        SR_CHECK_EQ(st.atomics_executed, (uint64_t)atomics);
+        SR_CHECK(faa != faa0 && cas != cas0); /* both kinds ran */
+        free(src1);
+        row_done(&s);
+    }
+    sr_test_ctx = "test_mixed_storm: faults injected";
+    check_injected(true, true, true);
+}
+
 /* ---- the checks can fail ---- */
 
 /* The byte and completion checks above are live: a run that passes them,
@@ -709,6 +834,7 @@ int main(void)
     SR_RUN(test_lost_atomic_acks);
     SR_RUN(test_acked_duplicates);
     SR_RUN(test_rnr_mid_lossy_sends);
+    SR_RUN(test_mixed_storm);
     printf("wire: %" PRIu64 " rows, %" PRIu64 " packets, %" PRIu64 " dropped, %" PRIu64
            " delayed, %" PRIu64 " duplicated\n",
            tot.rows, tot.sent, tot.dropped, tot.delayed, tot.duplicated);
