@@ -315,8 +315,8 @@ static void test_psn_wrap(void)
 /* ---- lost READ responses ---- */
 
 struct resp_loss {
-    double p;     /* random loss of READ response packets */
-    int first_of; /* also drop the first copy of each READ's FIRST, a MIDDLE and LAST */
+    double p;   /* random loss of READ response packets */
+    bool edges; /* also lose once each READ's FIRST and LAST and every 16th MIDDLE */
 };
 
 static void drop_read_resp(struct scn *s, const struct scn_pkt_info *pi, struct scn_verdict *v)
@@ -324,16 +324,15 @@ static void drop_read_resp(struct scn *s, const struct scn_pkt_info *pi, struct 
     const struct resp_loss *r = s->cfg.filter_arg;
     if (pi->from != 1 || pi->opcode < SCN_OP_READ_RESP_FIRST || pi->opcode > SCN_OP_READ_RESP_ONLY)
         return;
-    if (r->first_of && pi->nth == 0 &&
-        (pi->opcode != SCN_OP_READ_RESP_FIRST + 1 || pi->psn % 16 == 7))
+    if (r->edges && pi->nth == 0 && (pi->opcode != SCN_OP_READ_RESP_FIRST + 1 || pi->psn % 16 == 7))
         v->drop = true;
     if (scn_unit(s) < r->p)
         v->drop = true;
 }
 
 /* 64 KiB READs at MTU 1024 (64 responses each), four in flight; responses
- * lost at random up to 10% and, in some rows, every READ's FIRST, LAST and
- * one MIDDLE lost once. The requester must ask again from the first
+ * lost at random up to 10% and, in some rows, each READ's FIRST and LAST
+ * and every 16th MIDDLE lost once. The requester must ask again from the first
  * missing response (IBA 9.7.4) and end with the responder's bytes. */
 static void test_lost_read_responses(void)
 {
@@ -343,7 +342,7 @@ static void test_lost_read_responses(void)
             for (uint64_t seed = 1; seed <= 3 * seed_mult; seed++) {
                 set_ctx(edges ? "lost read responses, edges too" : "lost read responses", seed,
                         losses[li]);
-                struct resp_loss rl = {.p = losses[li], .first_of = edges};
+                struct resp_loss rl = {.p = losses[li], .edges = edges};
                 struct scn s;
                 scn_init(&s, &(struct scn_cfg){.seed = seed,
                                                .loss = losses[li] / 2,
@@ -379,8 +378,8 @@ static void test_lost_read_responses(void)
 
 struct atomic_loss {
     double p;           /* random loss of ATOMIC ACKNOWLEDGEs */
-    uint32_t first_psn; /* with drop_first: drop the first ATOMIC ACK of ... */
-    uint32_t every;     /* ... every `every`-th atomic (0: none) */
+    uint32_t first_psn; /* the first atomic's PSN */
+    uint32_t every;     /* lose once the ATOMIC ACK of every `every`-th atomic (0: none) */
 };
 
 static void drop_atomic_ack(struct scn *s, const struct scn_pkt_info *pi, struct scn_verdict *v)
