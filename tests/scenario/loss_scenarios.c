@@ -12,9 +12,12 @@
  *   - lost ATOMIC ACKNOWLEDGEs: the responder's replay (IBA 9.7.5.1.4),
  *     never a second execution;
  *   - duplicates of packets already acknowledged;
- *   - RNR NAKs in the middle of lossy SENDs.
+ *   - RNR NAKs in the middle of lossy SENDs;
+ *   - every operation at once, at random sizes, windows and MTUs;
+ *   - ibv_rc_pingpong's exchange, where tail losses wait for the timer.
  *
- * Seeded, simulated time only; nothing depends on the wall clock. */
+ * Seeded, simulated time only; nothing depends on the wall clock.
+ * LOSS_SCN_SEEDS=k runs k times the seeds. */
 #include "scn.h"
 
 #include <inttypes.h>
