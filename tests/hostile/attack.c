@@ -502,28 +502,8 @@ static void run_rows(struct att *a, const struct row *rows, size_t n)
 static void run_fatal(struct att *a)
 {
     for (size_t i = 0; i < SR_ARRAY_SIZE(fatal_rows); i++) {
-        struct row r = fatal_rows[i];
-        if (r.dst == 0)
-            r.dst = HX_T_FIRST_FATAL + (int)i;
-        /* A valid request first: the QP, its PSN and our packets are right,
-         * so the NAK below is the defect's doing. */
-        struct row pre = {"valid_request_first",
-                          r.dst,
-                          RC(WRITE_ONLY),
-                          0,
-                          VA_REGION,
-                          0x40 * r.dst,
-                          KEY_A,
-                          32,
-                          32,
-                          .exp = X_ACK,
-                          .seed = 0x80 + (uint32_t)r.dst};
-        if (r.dst == HX_T_NOWRITE) { /* its QP allows remote reads only */
-            pre.op = RC(READ_REQ);
-            pre.off = 0x1800;
-            pre.len = 0;
-            pre.exp = X_READ;
-        }
+        struct row pre;
+        struct row r = fatal_row(i, &pre);
         run_row(a, &pre);
         run_row(a, &r);
         after_death(a, r.dst);

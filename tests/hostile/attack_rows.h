@@ -245,6 +245,34 @@ static const struct row fatal_rows[] = {
 _Static_assert(SR_ARRAY_SIZE(fatal_rows) - 1 == HX_TARGETS - HX_T_FIRST_FATAL,
                "one fresh target QP per fatal class");
 
+/* fatal_rows[i] with its target filled in, and the valid request sent to
+ * that fresh QP first: the QP, its PSN and the packets are right, so the
+ * NAK that follows is the defect's doing. */
+static inline struct row fatal_row(size_t i, struct row *pre)
+{
+    struct row r = fatal_rows[i];
+    if (r.dst == 0)
+        r.dst = HX_T_FIRST_FATAL + (int)i;
+    *pre = (struct row){"valid_request_first",
+                        r.dst,
+                        RC(WRITE_ONLY),
+                        0,
+                        VA_REGION,
+                        0x40 * r.dst,
+                        KEY_A,
+                        32,
+                        32,
+                        .exp = X_ACK,
+                        .seed = 0x80 + (uint32_t)r.dst};
+    if (r.dst == HX_T_NOWRITE) { /* its QP allows remote reads only */
+        pre->op = RC(READ_REQ);
+        pre->off = 0x1800;
+        pre->len = 0;
+        pre->exp = X_READ;
+    }
+    return r;
+}
+
 /* Decoding fails or the transport does not match the QP: dropped before
  * the responder; sent to HX_T_PING, whose peer is the attacker. */
 static const struct row malformed_rows[] = {
