@@ -353,6 +353,13 @@ static void handle_ack(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_
             progress(qp, now_ns, old_psn);
         want_rewind(n, psn);
         qp->comp.rtt_resent_ok = true;
+        /* What was sent beyond the hole is dropped by the responder and
+         * goes again: halve what may be outstanding (RFC 5681 3.2's
+         * multiplicative decrease), so the next hole wastes less. */
+        uint32_t flight = (uint32_t)sr_psn_diff(qp->req.max_sent, psn);
+        uint32_t w = SR_MAX(flight / 2, (uint32_t)SR_REC_WND_INIT);
+        if (!qp->req.rec_wnd || w < qp->req.rec_wnd)
+            qp->req.rec_wnd = w;
         n->act |= SR_COMP_RESUME;
         return;
     }
