@@ -416,7 +416,7 @@ struct sr_comp_next sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint6
  * lost ACK, is answered in one round trip. If that brings no progress
  * either, the responder has NAKed a hole already and drops the rest
  * silently until it comes (IBA 9.7.5.1.2): the next probe goes back to
- * comp.psn, a few packets at a time (rec_wnd). Neither consumes
+ * comp.psn, a few packets per round trip (rec_wnd). Neither consumes
  * retry_cnt, nor restarts the transport timer. */
 static void probe(struct sr_qp *qp, struct sr_comp_next *n)
 {

@@ -10,6 +10,8 @@
  *             and what the requester must do next (struct sr_comp_next)
  *   ack.c     acknowledgement policy: when the responder's ACKs leave,
  *             how often the requester asks for them (ack.h)
+ *   rtt.c     the requester's round-trip estimate and the time of its
+ *             tail-loss probe (rtt.h)
  * Nothing here is visible outside src/engine. */
 #ifndef SR_ENGINE_INT_H
 #define SR_ENGINE_INT_H
