@@ -120,3 +120,9 @@ uint16_t sr_ack_req_every(bool trains, uint64_t timeout_ns, uint32_t window_pkts
         trains && timeout_ns >= SR_ACK_LONG_TIMEOUT_NS ? SR_ACK_EVERY_TRAINS : SR_ACK_EVERY;
     return (uint16_t)MAX(MIN(every, window_pkts / 2), 1u);
 }
+
+uint64_t sr_ack_max_hold(const struct sr_ack_policy *p, uint64_t timeout_ns)
+{
+    uint64_t reply = SR_ACK_REPLY_HOLD * p->cfg_delay_ns;
+    return MAX(p->cfg_delay_ns, MIN(reply, timeout_ns / 4));
+}

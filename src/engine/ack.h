@@ -127,4 +127,9 @@ static inline uint64_t sr_ack_deadline(const struct sr_ack *a)
  * requester's window, of which at most half goes unacknowledged. */
 uint16_t sr_ack_req_every(bool trains, uint64_t timeout_ns, uint32_t window_pkts);
 
+/* The longest a responder configured as p is may hold an ACK for a QP
+ * whose transport timeout is timeout_ns: what a requester waits for beyond
+ * the round trip before it probes (peers usually share the config). */
+uint64_t sr_ack_max_hold(const struct sr_ack_policy *p, uint64_t timeout_ns);
+
 #endif

@@ -10,7 +10,17 @@
  * The completer never runs the requester itself: what the requester must
  * do next (rewind, resume, error the QP, restart the timer) is returned
  * as a struct sr_comp_next, which the engine applies once
- * (sr_comp_apply). */
+ * (sr_comp_apply).
+ *
+ * Beside the transport timer runs a tail-loss probe (rtt.h): when nothing
+ * was acknowledged for a probe timeout, the last packet is sent again
+ * with AckReq; a responder answers it with an ACK, a sequence NAK, or
+ * (already NAKed, IBA 9.7.5.1.2) not at all, and a second probe then goes
+ * back to comp.psn with a small window. Probes are plain retransmissions
+ * (IBA 9.7.5.1.3 answers duplicates), never counted against retry_cnt:
+ * only expiries of the transport timer are (IBA 9.7.6.1.3), and probes do
+ * not restart it, so a dead peer fails in the time timeout and retry_cnt
+ * imply. */
 #include "engine_int.h"
 
 uint64_t sr_qp_deadline(const struct sr_qp *qp)
@@ -18,8 +28,15 @@ uint64_t sr_qp_deadline(const struct sr_qp *qp)
     if (qp->zombie)
         return qp->zombie_until;
     uint64_t d = qp->req.rnr_wait ? qp->req.rnr_until : qp->comp.deadline;
+    if (!qp->req.rnr_wait && qp->comp.probe_at && qp->comp.probe_at < d)
+        d = qp->comp.probe_at;
     return SR_MIN(d, sr_ack_deadline(&qp->resp.ack));
 }
+
+/* Packets a timeout or a probe lets the requester resend before an ACK:
+ * TCP's loss window is one segment (RFC 5681 3.1); a few here, since an
+ * ACK costs the responder a packet of its own per round. */
+enum { SR_REC_WND_INIT = 4 };
 
 static bool outstanding(const struct sr_qp *qp)
 {
@@ -35,6 +52,27 @@ void sr_comp_arm(struct sr_qp *qp, uint64_t now_ns)
     }
     qp->comp.deadline = now_ns + t;
     sr_engine_activate(qp->eng, qp);
+}
+
+void sr_comp_probe_arm(struct sr_qp *qp, uint64_t now_ns)
+{
+    uint64_t t = sr_timeout_ns(qp->attr.timeout);
+    uint64_t pto = sr_rtt_pto(&qp->comp.rtt, qp->comp.probes, sr_ack_max_hold(&qp->eng->ack, t), t);
+    if (!outstanding(qp) || pto == UINT64_MAX) {
+        qp->comp.probe_at = 0;
+        return;
+    }
+    qp->comp.probe_at = now_ns + pto;
+    sr_engine_activate(qp->eng, qp);
+}
+
+void sr_comp_rtt_start(struct sr_qp *qp, uint32_t psn, uint64_t now_ns)
+{
+    if (qp->comp.rtt_timing)
+        return;
+    qp->comp.rtt_timing = true;
+    qp->comp.rtt_psn = psn;
+    qp->comp.rtt_sent_ns = now_ns;
 }
 
 /* The first WQE that is not done yet; NULL if none. */
@@ -70,8 +108,8 @@ static void wqe_done(struct sr_qp *qp, struct sr_swqe *w, enum sr_wc_status st)
 
 static void want_rewind(struct sr_comp_next *n, uint32_t psn)
 {
-    n->act |= SR_COMP_REWIND;
-    n->rewind_psn = psn; /* a later rewind replaces an earlier one */
+    n->act |= SR_COMP_REWIND; /* sr_req_rewind ends RTT timing: Karn */
+    n->rewind_psn = psn;      /* a later rewind replaces an earlier one */
 }
 
 /* A WQE failed: it completes with st, the QP enters Error and the rest
@@ -94,12 +132,26 @@ static void fail_wqe(struct sr_qp *qp, struct sr_swqe *w, enum sr_wc_status st,
 
 /* Progress made: the retry counters start over (IBA 9.7.6.1.3) and the
  * timer restarts from now. */
-static void progress(struct sr_qp *qp, uint64_t now_ns)
+static void progress(struct sr_qp *qp, uint64_t now_ns, uint32_t old_psn)
 {
     qp->comp.retry_left = qp->attr.retry_cnt;
     qp->comp.rnr_left = qp->attr.rnr_retry;
+    if (qp->comp.rtt_timing && sr_psn_lt(qp->comp.rtt_psn, qp->comp.psn)) {
+        qp->comp.rtt_timing = false;
+        sr_rtt_sample(&qp->comp.rtt, now_ns - qp->comp.rtt_sent_ns);
+    }
+    /* The recovery window grows by what was acknowledged (slow start,
+     * RFC 5681 3.1) until it no longer limits. */
+    if (qp->req.rec_wnd) {
+        uint32_t acked = (uint32_t)sr_psn_diff(qp->comp.psn, old_psn);
+        qp->req.rec_wnd += acked;
+        if (qp->req.rec_wnd >= qp->eng->cfg.window_pkts)
+            qp->req.rec_wnd = 0;
+    }
+    qp->comp.probes = 0;
     sr_qp_retire(qp);
     sr_comp_arm(qp, now_ns);
+    sr_comp_probe_arm(qp, now_ns);
 }
 
 /* Acknowledge every PSN up to and including psn (coalesced ACK). Stops at a
@@ -153,6 +205,7 @@ static void handle_read_resp(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_
     /* A response implicitly acknowledges everything sent before its
      * request (IBA 9.7.5.1.5). */
     bool moved = false;
+    uint32_t old_psn = qp->comp.psn;
     if (sr_psn_lt(qp->comp.psn, w->first_psn))
         moved = ack_through(qp, sr_psn_add(w->first_psn, SR_PSN_MASK), n);
     if (psn != qp->comp.psn) {
@@ -167,7 +220,7 @@ static void handle_read_resp(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_
         }
         e->stats.rx_drop_other++;
         if (moved) {
-            progress(qp, now_ns);
+            progress(qp, now_ns, old_psn);
             n->act |= SR_COMP_RESUME;
         }
         return;
@@ -201,7 +254,7 @@ static void handle_read_resp(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_
     qp->comp.read_retry = false;
     if (idx == w->npkts - 1)
         wqe_done(qp, w, SR_WC_SUCCESS);
-    progress(qp, now_ns);
+    progress(qp, now_ns, old_psn);
     n->act |= SR_COMP_RESUME;
 }
 
@@ -217,6 +270,7 @@ static void handle_atomic_ack(struct sr_qp *qp, const struct sr_pkt *pkt, uint64
         e->stats.rx_drop_other++;
         return;
     }
+    uint32_t old_psn = qp->comp.psn;
     if (sr_psn_lt(qp->comp.psn, w->first_psn))
         ack_through(qp, sr_psn_add(w->first_psn, SR_PSN_MASK), n);
     if (qp->comp.psn != psn) {
@@ -232,7 +286,7 @@ static void handle_atomic_ack(struct sr_qp *qp, const struct sr_pkt *pkt, uint64
     qp->comp.psn = sr_psn_add(psn, 1);
     qp->comp.read_retry = false;
     wqe_done(qp, w, SR_WC_SUCCESS);
-    progress(qp, now_ns);
+    progress(qp, now_ns, old_psn);
     n->act |= SR_COMP_RESUME;
 }
 
@@ -254,10 +308,11 @@ static void handle_ack(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_
     struct sr_engine *e = qp->eng;
     uint32_t psn = pkt->bth.psn;
     uint8_t syn = pkt->aeth.syndrome;
+    uint32_t old_psn = qp->comp.psn;
     switch (SR_AETH_TYPE(syn)) {
     case SR_AETH_ACK:
         if (ack_through(qp, psn, n))
-            progress(qp, now_ns);
+            progress(qp, now_ns, old_psn);
         n->act |= SR_COMP_RESUME;
         return;
     case SR_AETH_RNR_NAK: {
@@ -295,8 +350,16 @@ static void handle_ack(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_
          * possible; counting NAKs would fail long transfers under loss). */
         e->stats.seq_naks_rcvd++;
         if (ack_through(qp, sr_psn_add(psn, SR_PSN_MASK), n))
-            progress(qp, now_ns);
+            progress(qp, now_ns, old_psn);
         want_rewind(n, psn);
+        qp->comp.rtt_resent_ok = true;
+        /* What was sent beyond the hole is dropped by the responder and
+         * goes again: halve what may be outstanding (RFC 5681 3.2's
+         * multiplicative decrease), so the next hole wastes less. */
+        uint32_t flight = (uint32_t)sr_psn_diff(qp->req.max_sent, psn);
+        uint32_t w = SR_MAX(flight / 2, (uint32_t)SR_REC_WND_INIT);
+        if (!qp->req.rec_wnd || w < qp->req.rec_wnd)
+            qp->req.rec_wnd = w;
         n->act |= SR_COMP_RESUME;
         return;
     }
@@ -348,6 +411,32 @@ struct sr_comp_next sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint6
     return n;
 }
 
+/* The probe timeout passed with nothing acknowledged. The first probe
+ * resends the last packet with AckReq (RFC 8985 7.3): a lost tail, or a
+ * lost ACK, is answered in one round trip. If that brings no progress
+ * either, the responder has NAKed a hole already and drops the rest
+ * silently until it comes (IBA 9.7.5.1.2): the next probe goes back to
+ * comp.psn, a few packets per round trip (rec_wnd). Neither consumes
+ * retry_cnt, nor restarts the transport timer. */
+static void probe(struct sr_qp *qp, struct sr_comp_next *n)
+{
+    qp->comp.probe_at = 0;
+    if (!outstanding(qp) || qp->attr.qp_state < SR_QPS_RTS || qp->attr.qp_state == SR_QPS_ERR)
+        return;
+    qp->eng->stats.probes++;
+    if (qp->comp.probes < 255)
+        qp->comp.probes++;
+    if (qp->comp.probes == 1) {
+        n->act |= SR_COMP_PROBE;
+        return;
+    }
+    qp->comp.read_retry = false;
+    qp->req.rec_wnd = SR_REC_WND_INIT;
+    qp->comp.rtt_resent_ok = false;
+    want_rewind(n, qp->comp.psn);
+    n->act |= SR_COMP_RESUME;
+}
+
 struct sr_comp_next sr_comp_timer(struct sr_qp *qp, uint64_t now_ns)
 {
     struct sr_engine *e = qp->eng;
@@ -359,8 +448,12 @@ struct sr_comp_next sr_comp_timer(struct sr_qp *qp, uint64_t now_ns)
         n.act = SR_COMP_RESUME | SR_COMP_ARM;
         return n;
     }
-    if (qp->comp.deadline > now_ns)
+    if (qp->comp.deadline > now_ns) {
+        if (qp->comp.probe_at && qp->comp.probe_at <= now_ns)
+            probe(qp, &n);
         return n;
+    }
+    qp->comp.probe_at = 0;
     if (!outstanding(qp)) {
         qp->comp.deadline = SR_NO_DEADLINE;
         return n;
@@ -377,6 +470,8 @@ struct sr_comp_next sr_comp_timer(struct sr_qp *qp, uint64_t now_ns)
     qp->comp.read_retry = false;
     want_rewind(&n, qp->comp.psn);
     n.act |= SR_COMP_RESUME;
+    qp->req.rec_wnd = SR_REC_WND_INIT;
+    qp->comp.rtt_resent_ok = false; /* the first copies may still be answered */
     qp->comp.deadline = now_ns + sr_timeout_ns(qp->attr.timeout);
     return n;
 }

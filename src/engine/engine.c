@@ -808,6 +808,8 @@ void sr_comp_apply(struct sr_qp *qp, struct sr_comp_next n, uint64_t now_ns)
         sr_qp_to_error(qp);
         return; /* nothing more is sent; the timer goes with the QP */
     }
+    if (n.act & SR_COMP_PROBE)
+        sr_req_probe(qp, now_ns);
     if (n.act & SR_COMP_RESUME)
         sr_req_run(qp, now_ns);
     if (n.act & SR_COMP_ARM)

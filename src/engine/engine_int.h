@@ -10,11 +10,14 @@
  *             and what the requester must do next (struct sr_comp_next)
  *   ack.c     acknowledgement policy: when the responder's ACKs leave,
  *             how often the requester asks for them (ack.h)
+ *   rtt.c     the requester's round-trip estimate and the time of its
+ *             tail-loss probe (rtt.h)
  * Nothing here is visible outside src/engine. */
 #ifndef SR_ENGINE_INT_H
 #define SR_ENGINE_INT_H
 
 #include "ack.h"
+#include "rtt.h"
 #include "sr_engine.h"
 #include "sr_util.h"
 
@@ -171,6 +174,12 @@ struct sr_qp {
         uint32_t rd_atomic; /* READ/atomic WQEs sent and not answered */
         uint64_t rnr_until; /* paused by an RNR NAK until then */
         bool rnr_wait;
+        /* After a timeout or a probe's rewind, the packets beyond comp.psn
+         * it may have outstanding, grown by what each ACK acknowledges (a
+         * congestion window after RTO, RFC 5681 3.1); 0: the configured
+         * window alone. One hole then costs a few packets per round, not
+         * the whole window. */
+        uint32_t rec_wnd;
     } req;
 
     struct {
@@ -179,6 +188,19 @@ struct sr_qp {
         uint8_t retry_left, rnr_left;
         uint32_t read_retry_psn; /* a READ re-request from here is in flight */
         bool read_retry;
+        /* Round trips, timed on one packet at a time that asked for an
+         * answer and was sent once (Karn), or resent after a sequence NAK:
+         * the responder dropped every copy from the NAK's PSN on
+         * (IBA 9.7.5.1.2), so only the resent one can be answered.
+         * rtt_resent_ok: the last rewind was a NAK's. */
+        struct sr_rtt rtt;
+        uint32_t rtt_psn;
+        uint64_t rtt_sent_ns;
+        bool rtt_timing, rtt_resent_ok;
+        /* Tail-loss probe (rtt.h): due when nothing was acknowledged for a
+         * probe timeout; probes counts those since the last progress. */
+        uint64_t probe_at;
+        uint8_t probes;
     } comp;
 
     struct {
@@ -331,6 +353,9 @@ bool sr_qp_can_send(const struct sr_qp *qp);
 void sr_req_run(struct sr_qp *qp, uint64_t now_ns);
 /* Go back to psn (go-back-N): the next packet sent is psn's. */
 void sr_req_rewind(struct sr_qp *qp, uint32_t psn);
+/* Send again the last packet sent, asking for an ACK (the tail-loss
+ * probe); the send pointer stays where it is. */
+void sr_req_probe(struct sr_qp *qp, uint64_t now_ns);
 uint32_t sr_swqe_npkts(const struct sr_qp *qp, const struct sr_send_wr *wr, uint32_t len);
 
 /* resp.c */
@@ -354,12 +379,13 @@ static inline void sr_resp_ack_first(struct sr_qp *qp, enum sr_ack_event ev, uin
 /* comp.c */
 /* What the completer asks of the rest of the QP once it has consumed a
  * response or a timer expiry: the completer's event to the requester.
- * Applied by sr_comp_apply in this order: rewind, error, resume, arm. */
+ * Applied by sr_comp_apply in this order: rewind, error, probe, resume, arm. */
 enum sr_comp_act {
     SR_COMP_REWIND = 1 << 0, /* go back to rewind_psn (go-back-N, IBA 9.7.5.2) */
     SR_COMP_ERROR = 1 << 1,  /* a WQE failed: the QP enters Error (IBA 10.3.1.7) */
     SR_COMP_RESUME = 1 << 2, /* run the requester: the window opened, or it resends */
     SR_COMP_ARM = 1 << 3,    /* then restart the transport timer from now */
+    SR_COMP_PROBE = 1 << 4,  /* resend the last packet sent with AckReq (sr_req_probe) */
 };
 struct sr_comp_next {
     uint8_t act; /* enum sr_comp_act bits */
@@ -370,6 +396,10 @@ struct sr_comp_next sr_comp_timer(struct sr_qp *qp, uint64_t now_ns);
 /* engine.c: the one place the completer's next step is carried out. */
 void sr_comp_apply(struct sr_qp *qp, struct sr_comp_next n, uint64_t now_ns);
 void sr_comp_arm(struct sr_qp *qp, uint64_t now_ns);
+/* Something was sent: the probe is due a probe timeout from now. */
+void sr_comp_probe_arm(struct sr_qp *qp, uint64_t now_ns);
+/* The requester sent psn for the first time and asked for an answer. */
+void sr_comp_rtt_start(struct sr_qp *qp, uint32_t psn, uint64_t now_ns);
 uint64_t sr_qp_deadline(const struct sr_qp *qp);
 
 #endif

@@ -274,6 +274,7 @@ int sr_qp_destroy_linger(struct sr_qp *qp, uint64_t now_ns, uint64_t linger_ns)
     }
     qp->req.rnr_wait = false;
     qp->comp.deadline = SR_NO_DEADLINE;
+    qp->comp.probe_at = 0;
     qp->resp.have_rwqe = false;
     qp->resp.msg = 0;
     qp->user = NULL;
@@ -539,6 +540,7 @@ void sr_qp_to_error(struct sr_qp *qp)
     qp->req.cur = qp->sq_head;
     qp->req.rd_atomic = 0;
     qp->comp.deadline = SR_NO_DEADLINE;
+    qp->comp.probe_at = 0;
     qp->req.rnr_wait = false;
     flush_rq(qp);
     if (qp->srq) {

@@ -24,6 +24,9 @@ uint32_t sr_swqe_npkts(const struct sr_qp *qp, const struct sr_send_wr *wr, uint
 
 void sr_req_rewind(struct sr_qp *qp, uint32_t psn)
 {
+    /* Karn: an ACK after a resend may answer either copy, so the packet
+     * being timed gives no sample. */
+    qp->comp.rtt_timing = false;
     for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
         struct sr_swqe *w = sr_sq_at(qp, i);
         if (sr_psn_lt(psn, sr_psn_add(w->first_psn, w->npkts))) {
@@ -132,7 +135,8 @@ static uint8_t seg_opcode(uint8_t first, uint8_t middle, uint8_t last, uint8_t o
 /* Build and send the packet of w at qp->req.cur_psn. Returns the number of
  * PSNs it consumed (a READ request consumes its responses' PSNs), or 0 when
  * the WQE failed. */
-static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
+static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w, uint32_t window, uint64_t now_ns,
+                         bool probe)
 {
     const struct sr_send_wr *wr = &w->wr;
     uint32_t pmtu = sr_qp_pmtu(qp);
@@ -232,8 +236,12 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
     /* Ask for an ACK at the end of each message and every w->ack_every
      * packets of a WQE (shape_wqe), so ACKs are coalesced but the window
      * keeps moving (IBA 9.7.5.1.1). */
+    /* Also on the packet that fills the window (a recovery window is
+     * small: the responder must answer it for the window to open), and on
+     * a probe. */
+    bool fills = (uint32_t)sr_psn_diff(sr_psn_add(p.bth.psn, consumed), qp->comp.psn) >= window;
     if (sr_qp_reliable(qp) && (info->flags & (SR_OPF_SEND | SR_OPF_WRITE | SR_OPF_ATOMIC_WRITE)) &&
-        (last || (idx + 1) % w->ack_every == 0))
+        (last || (idx + 1) % w->ack_every == 0 || fills || probe))
         p.bth.ack_req = true;
 
     struct sr_iov iov[SR_MAX_SGE];
@@ -246,10 +254,14 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w)
         return 0;
     }
     p.payload_len = len;
-    if (!sr_psn_lt(p.bth.psn, qp->req.max_sent))
+    bool fresh = !sr_psn_lt(p.bth.psn, qp->req.max_sent);
+    if (fresh)
         qp->req.max_sent = sr_psn_add(p.bth.psn, consumed);
     else
         qp->eng->stats.retransmits++;
+    if (sr_qp_reliable(qp) && (fresh || (qp->comp.rtt_resent_ok && !probe)) &&
+        (p.bth.ack_req || sr_wr_is_rd_atomic(wr->opcode)))
+        sr_comp_rtt_start(qp, sr_psn_add(p.bth.psn, consumed - 1), now_ns);
     sr_engine_tx(qp->eng, qp, &p, iov, iov_cnt, dgid);
     return consumed;
 }
@@ -301,6 +313,8 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
     if (sr_qp_reliable(qp) && sr_psn_lt(qp->req.cur_psn, qp->comp.psn))
         sr_req_rewind(qp, qp->comp.psn);
     uint32_t window = qp->eng->cfg.window_pkts;
+    if (qp->req.rec_wnd && qp->req.rec_wnd < window)
+        window = qp->req.rec_wnd;
     bool sent = false, local_done = false;
     while (qp->req.cur != qp->sq_tail && qp->attr.qp_state == s) {
         struct sr_swqe *w = sr_sq_at(qp, qp->req.cur);
@@ -355,7 +369,7 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
             }
             shape_wqe(qp, w);
         }
-        uint32_t used = send_one(qp, w);
+        uint32_t used = send_one(qp, w, window, now_ns, false);
         if (!used)
             return; /* the WQE failed; the QP left RTS */
         sent = true;
@@ -383,4 +397,25 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
         sr_resp_ack_first(qp, SR_ACK_EV_REQUEST, now_ns); /* a held ACK travels with them */
     if (sent && qp->comp.deadline == SR_NO_DEADLINE)
         sr_comp_arm(qp, now_ns);
+    if (sent)
+        sr_comp_probe_arm(qp, now_ns);
+}
+
+void sr_req_probe(struct sr_qp *qp, uint64_t now_ns)
+{
+    enum sr_qp_state s = qp->attr.qp_state;
+    if ((s != SR_QPS_RTS && s != SR_QPS_SQD) || qp->req.rnr_wait || !sr_qp_reliable(qp) ||
+        qp->comp.psn == qp->req.max_sent)
+        return;
+    uint32_t cur = qp->req.cur, cur_psn = qp->req.cur_psn;
+    sr_req_rewind(qp, sr_psn_add(qp->req.max_sent, SR_PSN_MASK));
+    if (qp->req.cur == qp->sq_tail)
+        return;
+    struct sr_swqe *w = sr_sq_at(qp, qp->req.cur);
+    if (sr_wr_is_local(w->wr.opcode) || !send_one(qp, w, qp->eng->cfg.window_pkts, now_ns, true))
+        return; /* the WQE failed: the QP left RTS and its pointers with it */
+    qp->req.cur = cur;
+    qp->req.cur_psn = cur_psn;
+    sr_resp_ack_first(qp, SR_ACK_EV_REQUEST, now_ns);
+    sr_comp_probe_arm(qp, now_ns);
 }

@@ -392,6 +392,7 @@ struct sr_engine_stats {
     uint64_t timeouts, seq_naks_sent, seq_naks_rcvd, rnr_naks_sent, rnr_naks_rcvd;
     uint64_t err_naks_sent, err_naks_rcvd;
     uint64_t atomics_executed;
+    uint64_t probes; /* tail-loss probes (not transport timeouts; rtt.h) */
 };
 
 /* ---- device ---- */

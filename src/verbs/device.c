@@ -271,7 +271,7 @@ static void print_stats(struct sv_device *dev)
     sr_nic_shm_stats(dev->nic, &m);
     sr_nic_unlock(dev->nic);
     fprintf(stderr,
-            "softrdma: stats tx_pkts=%llu rx_pkts=%llu retransmits=%llu timeouts=%llu "
+            "softrdma: stats tx_pkts=%llu rx_pkts=%llu retransmits=%llu timeouts=%llu probes=%llu "
             "seq_naks=%llu rnr_naks=%llu duplicates=%llu icrc_drops=%llu fault_lost=%llu "
             "fault_dup=%llu fault_reordered=%llu fault_corrupted=%llu fault_delayed=%llu "
             "malformed=%llu short_drops=%llu long_drops=%llu no_qp=%llu bad_peer=%llu "
@@ -281,21 +281,22 @@ static void print_stats(struct sv_device *dev)
             "shm_rx_pkts=%llu shm_tx_drops=%llu shm_bells=%llu shm_bad=%llu shm_peers=%u\n",
             (unsigned long long)e.tx_pkts, (unsigned long long)e.rx_pkts,
             (unsigned long long)e.retransmits, (unsigned long long)e.timeouts,
-            (unsigned long long)e.seq_naks_rcvd, (unsigned long long)e.rnr_naks_rcvd,
-            (unsigned long long)e.rx_duplicate, (unsigned long long)u.rx_icrc_drops,
-            (unsigned long long)u.fault_lost, (unsigned long long)u.fault_dup,
-            (unsigned long long)u.fault_reordered, (unsigned long long)u.fault_corrupted,
-            (unsigned long long)u.fault_delayed, (unsigned long long)e.rx_drop_malformed,
-            (unsigned long long)u.rx_short_drops, (unsigned long long)u.rx_long_drops,
-            (unsigned long long)e.rx_drop_no_qp, (unsigned long long)e.rx_drop_bad_peer,
-            (unsigned long long)e.rx_drop_qkey, (unsigned long long)e.rx_drop_other,
-            (unsigned long long)e.seq_naks_sent, (unsigned long long)e.rnr_naks_sent,
-            (unsigned long long)e.err_naks_sent, (unsigned long long)e.err_naks_rcvd,
-            (unsigned long long)u.rx_pkts, (unsigned long long)u.tx_drops,
-            (unsigned long long)u.tx_pkts, (unsigned long long)u.tx_gso_sends,
-            (unsigned long long)u.rx_gro_bufs, (unsigned long long)m.tx_pkts,
-            (unsigned long long)m.rx_pkts, (unsigned long long)m.tx_drops,
-            (unsigned long long)m.tx_bells, (unsigned long long)m.rx_bad, m.peers);
+            (unsigned long long)e.probes, (unsigned long long)e.seq_naks_rcvd,
+            (unsigned long long)e.rnr_naks_rcvd, (unsigned long long)e.rx_duplicate,
+            (unsigned long long)u.rx_icrc_drops, (unsigned long long)u.fault_lost,
+            (unsigned long long)u.fault_dup, (unsigned long long)u.fault_reordered,
+            (unsigned long long)u.fault_corrupted, (unsigned long long)u.fault_delayed,
+            (unsigned long long)e.rx_drop_malformed, (unsigned long long)u.rx_short_drops,
+            (unsigned long long)u.rx_long_drops, (unsigned long long)e.rx_drop_no_qp,
+            (unsigned long long)e.rx_drop_bad_peer, (unsigned long long)e.rx_drop_qkey,
+            (unsigned long long)e.rx_drop_other, (unsigned long long)e.seq_naks_sent,
+            (unsigned long long)e.rnr_naks_sent, (unsigned long long)e.err_naks_sent,
+            (unsigned long long)e.err_naks_rcvd, (unsigned long long)u.rx_pkts,
+            (unsigned long long)u.tx_drops, (unsigned long long)u.tx_pkts,
+            (unsigned long long)u.tx_gso_sends, (unsigned long long)u.rx_gro_bufs,
+            (unsigned long long)m.tx_pkts, (unsigned long long)m.rx_pkts,
+            (unsigned long long)m.tx_drops, (unsigned long long)m.tx_bells,
+            (unsigned long long)m.rx_bad, m.peers);
 }
 
 /* Most verbs programs exit with the device open: its mailbox must not
