@@ -717,7 +717,7 @@ static bool one_done(void *arg)
 static void test_pingpong_under_loss(void)
 {
     enum { ITERS = 100, L = 64 * KIB, RX = 1 << 20 };
-    uint64_t timeouts = 0;
+    uint64_t repairs = 0;
     for (uint64_t seed = 1; seed <= 4 * seed_mult; seed++) {
         set_ctx("ping-pong under loss", seed, 0.1);
         struct scn s;
@@ -767,12 +767,14 @@ static void test_pingpong_under_loss(void)
             }
             struct sr_engine_stats st;
             scn_stats(&s, n, &st);
-            timeouts += st.timeouts;
+            repairs += st.timeouts + st.probes;
         }
         row_done(&s);
     }
-    sr_test_ctx = "test_pingpong_under_loss: the timer repaired tail losses";
-    SR_CHECK(timeouts > 0);
+    /* a lost last packet or ACK is reported by no NAK (IBA 9.7.5.1.2): a
+     * tail-loss probe or the transport timer repaired it */
+    sr_test_ctx = "test_pingpong_under_loss: probes or the timer repaired tail losses";
+    SR_CHECK(repairs > 0);
     sr_test_ctx = "test_pingpong_under_loss: faults injected";
     check_injected(true, true, true);
 }
