@@ -46,7 +46,8 @@ struct sw_stats {
     uint64_t tx_frames, tx_bytes;
     uint64_t marks, drops, flood;
     uint64_t qmax;
-    uint64_t hist[SW_HIST_BUCKETS]; /* queue depth seen by each arrival */
+    uint64_t first_tx_ns, last_tx_ns; /* the busy span the rate is over */
+    uint64_t hist[SW_HIST_BUCKETS];   /* queue depth seen by each arrival */
     uint64_t hist_cnt;
 };
 
@@ -387,7 +388,9 @@ static uint64_t sw_drain(struct sw *sw, int i, uint64_t now_ns)
                 return now_ns + 10000; /* the device is full: retry soon */
             p->st.drops++;
         } else {
-            p->st.tx_frames++;
+            if (p->st.tx_frames++ == 0)
+                p->st.first_tx_ns = now_ns;
+            p->st.last_tx_ns = now_ns;
             p->st.tx_bytes += fr->len;
             if (sw->pcap && sw->cfg.pcap_port == i)
                 sw_pcap_write(sw, fr);
@@ -444,6 +447,7 @@ static void sw_print_stats(struct sw *sw, FILE *f)
         struct sw_port *p = &sw->port[i];
         struct tpacket_stats ks = {0, 0};
         socklen_t kl = sizeof(ks);
+        double busy = (double)(p->st.last_tx_ns - p->st.first_tx_ns) / 1e9;
         getsockopt(p->fd, SOL_PACKET, PACKET_STATISTICS, &ks, &kl);
         fprintf(f,
                 "port %d %s: rx_frames=%llu rx_bytes=%llu tx_frames=%llu tx_bytes=%llu "
@@ -454,7 +458,7 @@ static void sw_print_stats(struct sw *sw, FILE *f)
                 (unsigned long long)p->st.marks, (unsigned long long)p->st.drops, ks.tp_drops,
                 (unsigned long long)p->st.flood, (unsigned long long)p->st.qmax,
                 (unsigned long long)sw_hist_p99(sw, &p->st),
-                secs > 0 ? (double)p->st.tx_bytes * 8 / secs / 1e9 : 0.0);
+                busy > 0 ? (double)p->st.tx_bytes * 8 / busy / 1e9 : 0.0);
     }
     fflush(f);
 }

@@ -2,7 +2,7 @@
 # run): namespaces h0..h(N-1), each with one veth end at 10.236.0.(i+1)/24,
 # the other ends in a switch namespace where build/bin/srdma-switch opens
 # them. Builds on tests/conformance/lib.sh (skip codes, namespace cleanup).
-. "$(dirname "$0")/../conformance/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../conformance/lib.sh"
 
 # sw_topology N: sets SW_NS (switch namespace), HOST_NS[i], SW_IF[i] and
 # HOST_ADDR[i], HOST_ADDR2[i]. Offloads off on the host ends: a GSO train or a frame whose
