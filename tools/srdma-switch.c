@@ -68,6 +68,14 @@ struct sw_mac {
     int port;
 };
 
+/* a static route: IPv4 destination -> egress port, ahead of MAC learning */
+struct sw_route {
+    uint32_t addr; /* network order */
+    int port;
+};
+
+#define SW_ROUTES_MAX 64
+
 struct sw_config {
     double rate_bps; /* 0: line rate (no clock) */
     uint64_t buffer_len;
@@ -78,6 +86,8 @@ struct sw_config {
     const char *csv_path;
     double duration_s;
     uint64_t seed;
+    struct sw_route route[SW_ROUTES_MAX];
+    int route_cnt;
 };
 
 struct sw {
@@ -222,6 +232,36 @@ static int sw_mac_lookup(const struct sw *sw, const uint8_t *mac)
         if (memcmp(sw->mac[i].mac, mac, 6) == 0)
             return sw->mac[i].port;
     return -1;
+}
+
+/* The port a static route names for an IPv4 frame's destination, or -1. */
+static int sw_route_lookup(const struct sw *sw, const uint8_t *f, size_t len)
+{
+    uint32_t dst;
+    if (sw->cfg.route_cnt == 0 || len < 34 || f[12] != 0x08 || f[13] != 0x00)
+        return -1;
+    memcpy(&dst, f + 30, 4);
+    for (int i = 0; i < sw->cfg.route_cnt; i++)
+        if (sw->cfg.route[i].addr == dst)
+            return sw->cfg.route[i].port;
+    return -1;
+}
+
+static int sw_parse_route(struct sw_config *cfg, const char *s)
+{
+    char ip[64];
+    const char *eq = strchr(s, '=');
+    struct sw_route *r;
+    if (!eq || eq - s >= (long)sizeof(ip) || cfg->route_cnt == SW_ROUTES_MAX)
+        return -1;
+    memcpy(ip, s, (size_t)(eq - s));
+    ip[eq - s] = 0;
+    r = &cfg->route[cfg->route_cnt];
+    if (inet_pton(AF_INET, ip, &r->addr) != 1)
+        return -1;
+    r->port = atoi(eq + 1);
+    cfg->route_cnt++;
+    return 0;
 }
 
 static void sw_mac_learn(struct sw *sw, const uint8_t *mac, int port)
@@ -422,7 +462,9 @@ static void sw_receive(struct sw *sw, int in, uint64_t now_ns)
         p->st.rx_frames++;
         p->st.rx_bytes += (uint64_t)len;
         sw_mac_learn(sw, buf + 6, in);
-        out = (buf[0] & 1) ? -1 : sw_mac_lookup(sw, buf);
+        out = sw_route_lookup(sw, buf, (size_t)len);
+        if (out < 0 && !(buf[0] & 1))
+            out = sw_mac_lookup(sw, buf);
         if (out == in)
             continue;
         if (out >= 0) {
@@ -480,11 +522,12 @@ static void sw_csv_row(struct sw *sw, uint64_t now_ns)
 
 static void sw_usage(void)
 {
-    fprintf(stderr, "usage: srdma-switch --port IF [--port IF ...] [--rate R] [--buffer B]\n"
-                    "         [--kmin B --kmax B --pmax P] [--pcap FILE [--pcap-port N]]\n"
-                    "         [--stats-csv FILE] [--duration S] [--seed N]\n"
-                    "  R in bit/s with k/M/G (0: line rate), B in bytes with K/M;\n"
-                    "  every egress port gets the same rate, buffer and thresholds.\n");
+    fprintf(stderr,
+            "usage: srdma-switch --port IF [--port IF ...] [--rate R] [--buffer B]\n"
+            "         [--kmin B --kmax B --pmax P] [--pcap FILE [--pcap-port N]]\n"
+            "         [--stats-csv FILE] [--duration S] [--seed N] [--route IPV4=PORT ...]\n"
+            "  R in bit/s with k/M/G (0: line rate), B in bytes with K/M;\n"
+            "  every egress port gets the same rate, buffer and thresholds.\n");
 }
 
 int main(int argc, char **argv)
@@ -501,6 +544,7 @@ int main(int argc, char **argv)
                                          {"stats-csv", required_argument, 0, 'c'},
                                          {"duration", required_argument, 0, 'd'},
                                          {"seed", required_argument, 0, 's'},
+                                         {"route", required_argument, 0, 'R'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *ports[SW_PORTS_MAX];
@@ -548,6 +592,9 @@ int main(int argc, char **argv)
         case 'd':
             sw.cfg.duration_s = atof(optarg);
             break;
+        case 'R':
+            bad = sw_parse_route(&sw.cfg, optarg);
+            break;
         case 's':
             sw.cfg.seed = strtoull(optarg, NULL, 0);
             break;
@@ -569,6 +616,12 @@ int main(int argc, char **argv)
         sw_usage();
         return 2;
     }
+    for (int i = 0; i < sw.cfg.route_cnt; i++)
+        if (sw.cfg.route[i].port < 0 || sw.cfg.route[i].port >= nports) {
+            fprintf(stderr, "srdma-switch: a route names port %d of %d\n", sw.cfg.route[i].port,
+                    nports);
+            return 2;
+        }
     sw.rng = sw.cfg.seed ? sw.cfg.seed : 1;
     sw.hist_width = sw.cfg.buffer_len / SW_HIST_BUCKETS + 1;
     for (int i = 0; i < nports; i++)
