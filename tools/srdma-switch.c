@@ -32,7 +32,10 @@
 #define SW_FRAME_MAX    9216
 #define SW_MAC_MAX      256
 #define SW_HIST_BUCKETS 1024
-#define SW_RX_BATCH     64
+/* the clock's bucket: how far behind it may catch up: longer than a
+ * scheduler time slice on a loaded machine, short against a 1 s window */
+#define SW_BURST_NS 20000000u
+#define SW_RX_BATCH 64
 
 /* a queued frame, allocated to its length: slots are cheap pointers, so a
  * ring sized for a buffer of minimum-size frames costs little memory */
@@ -423,6 +426,11 @@ static uint64_t sw_drain(struct sw *sw, int i, uint64_t now_ns)
         struct sw_frame *fr = p->ring[p->head];
         if (sw->cfg.rate_bps > 0 && p->next_tx_ns > now_ns)
             return p->next_tx_ns;
+        /* a late wake-up may catch up, a stall may not: past SW_BURST_NS
+         * behind, the time is lost as on an idle link, so that no window
+         * longer than that sees more than the rate */
+        if (p->next_tx_ns + SW_BURST_NS < now_ns)
+            p->next_tx_ns = now_ns - SW_BURST_NS;
         if (send(p->fd, fr->data, fr->len, 0) < 0) {
             if (errno == EAGAIN || errno == ENOBUFS)
                 return now_ns + 10000; /* the device is full: retry soon */
@@ -672,9 +680,15 @@ int main(int argc, char **argv)
             break;
         }
         now = sw_now_ns();
+        /* drain after every port's batch: under a flood of arrivals the
+         * egress clock must not wait for a whole round of receiving */
         for (int i = 0; i < sw.port_cnt; i++)
-            if (pfd[i].revents & POLLIN)
+            if (pfd[i].revents & POLLIN) {
                 sw_receive(&sw, i, now);
+                now = sw_now_ns();
+                for (int o = 0; o < sw.port_cnt; o++)
+                    sw_drain(&sw, o, now);
+            }
     }
     if (sw.csv) {
         sw_csv_row(&sw, sw_now_ns());

@@ -19,9 +19,9 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 sw_start "$swbin" "$out/sw" --rate 100M --buffer 256K --kmin 4K --kmax 64K --pmax 0.5 \
   --pcap "$out/egress.pcap" --pcap-port 2 --stats-csv "$out/stats.csv"
-ip netns exec "${HOST_NS[0]}" python3 "$here/udp_blast.py" "${HOST_ADDR[2]}" 9001 0x02 2.5 >"$out/b0" 2>&1 &
+ip netns exec "${HOST_NS[0]}" python3 "$here/udp_blast.py" "${HOST_ADDR[2]}" 9001 0x02 3.5 >"$out/b0" 2>&1 &
 b0=$!
-ip netns exec "${HOST_NS[1]}" python3 "$here/udp_blast.py" "${HOST_ADDR[2]}" 9002 0x00 2.5 >"$out/b1" 2>&1 &
+ip netns exec "${HOST_NS[1]}" python3 "$here/udp_blast.py" "${HOST_ADDR[2]}" 9002 0x00 3.5 >"$out/b1" 2>&1 &
 b1=$!
 wait $b0 $b1
 sleep 0.5 # the queue drains (256 KiB at 100 Mb/s: 21 ms)
@@ -34,12 +34,16 @@ qmax=$(sw_counter "$out/sw" 2 qmax)
 [ "${tx:-0}" -gt 1000 ] || fail "the switch sent h2 only ${tx:-0} frames"
 [ "${qmax:-0}" -gt 4096 ] || fail "the queue never passed Kmin (qmax ${qmax:-0})"
 [ "$(wc -l <"$out/stats.csv")" -ge 4 ] || fail "the per-second CSV has too few rows"
-# the egress clock: between the CSV's rows at 1 s and 2 s the port is
-# saturated, so it must have sent 100 Mb/s within 3%
-rate=$(awk -F, '$2 == 2 && $1 >= 0.99 && $1 < 1.2 { a = $7; ta = $1 } $2 == 2 && $1 >= 1.99 && $1 < 2.2 { b = $7; tb = $1 }
-                END { if (tb > ta) printf "%.1f", (b - a) * 8 / (tb - ta) / 1e6 }' "$out/stats.csv")
+# the egress clock: over the CSV's one-second intervals that start and end
+# with the queue past Kmax the port is saturated; the best of them must be
+# 100 Mb/s within 3% (a loaded machine's stalls only ever lower the others:
+# the clock never catches up more than 1 ms)
+rate=$(awk -F, '$2 == 2 { if (pq > 65536 && $10 > 65536 && $1 > pt) { r = ($7 - pb) * 8 / ($1 - pt) / 1e6; if (r > best) best = r }
+                          pt = $1; pb = $7; pq = $10 }
+                END { if (best) printf "%.1f", best }' "$out/stats.csv")
 echo "egress rate while saturated: ${rate:-?} Mb/s (clock 100 Mb/s)"
-awk -v r="${rate:-0}" 'BEGIN { exit !(r > 97 && r < 103) }' || fail "egress rate ${rate:-?} Mb/s, not 100 within 3%"
+awk -v r="${rate:-0}" 'BEGIN { exit !(r > 97 && r < 103) }' ||
+  { fail "egress rate ${rate:-?} Mb/s, not 100 within 3%"; grep ',2,' "$out/stats.csv"; }
 python3 "$here/pcap_ce.py" "$out/egress.pcap" 100 "${marks:-0}" 9002 || fails=$((fails + 1))
 if command -v tshark >/dev/null; then
   n=$(tshark -n -r "$out/egress.pcap" -o ip.check_checksum:TRUE -Y "ip.dsfield.ecn == 3 && ip.checksum.status == 1" 2>/dev/null | wc -l)
