@@ -1,0 +1,73 @@
+# switch_lib.sh: the topology the srdma-switch tests share (sourced, not
+# run): namespaces h0..h(N-1), each with one veth end at 10.236.0.(i+1)/24,
+# the other ends in a switch namespace where build/bin/srdma-switch opens
+# them. Builds on tests/conformance/lib.sh (skip codes, namespace cleanup).
+. "$(dirname "${BASH_SOURCE[0]}")/../conformance/lib.sh"
+
+# sw_topology N: sets SW_NS (switch namespace), HOST_NS[i], SW_IF[i] and
+# HOST_ADDR[i], HOST_ADDR2[i]. Offloads off on the host ends: a GSO train or a frame whose
+# UDP checksum the kernel has yet to fill in would cross the switch as one
+# unforwardable blob or be dropped by the receiver's stack.
+sw_topology() {
+  local n=$1 i
+  [ "$(id -u)" -eq 0 ] || { echo "SKIP: not root"; exit $SKIP; }
+  command -v ethtool >/dev/null || { echo "SKIP: no ethtool"; exit $SKIP; }
+  SW_NS=srsw$$
+  ip netns add "$SW_NS" || { echo "SKIP: cannot create namespaces"; exit $SKIP; }
+  sr_netns_track "$SW_NS"
+  ip -n "$SW_NS" link set lo up
+  for i in $(seq 0 $((n - 1))); do
+    HOST_NS[$i]=srh$i.$$
+    SW_IF[$i]=swp$i.$$
+    HOST_ADDR[$i]=10.236.0.$((i + 1))
+    ip netns add "${HOST_NS[$i]}" || { echo "SKIP: cannot create namespaces"; exit $SKIP; }
+    sr_netns_track "${HOST_NS[$i]}"
+    ip link add name eth0 netns "${HOST_NS[$i]}" type veth peer name "${SW_IF[$i]}" netns "$SW_NS" ||
+      { echo "SKIP: no veth"; exit $SKIP; }
+    # a second address: one device binds one address, so a host running two
+    # servers gives the second its own
+    HOST_ADDR2[$i]=10.236.0.$((i + 101))
+    ip -n "${HOST_NS[$i]}" addr add "${HOST_ADDR[$i]}/24" dev eth0 &&
+      ip -n "${HOST_NS[$i]}" addr add "${HOST_ADDR2[$i]}/24" dev eth0 &&
+      ip -n "${HOST_NS[$i]}" link set lo up && ip -n "${HOST_NS[$i]}" link set eth0 up &&
+      ip -n "$SW_NS" link set "${SW_IF[$i]}" up ||
+      { echo "FAIL: cannot configure ${HOST_NS[$i]}"; exit 1; }
+    ip netns exec "${HOST_NS[$i]}" ethtool -K eth0 tx off tso off gso off >/dev/null 2>&1
+    ip netns exec "${HOST_NS[$i]}" ethtool -K eth0 tx-udp-segmentation off >/dev/null 2>&1
+    ip netns exec "$SW_NS" ethtool -K "${SW_IF[$i]}" tx off gro off >/dev/null 2>&1
+  done
+}
+
+# sw_del: the cleanup trap's half for the topology
+sw_del() {
+  sr_netns_del "$SW_NS" "${HOST_NS[@]}"
+}
+
+# sw_start BIN OUT ARGS...: the switch on every port, its stdout in OUT;
+# waits until it reports its ports up (at most 5 s). Sets SW_PID.
+sw_start() {
+  local bin=$1 o=$2 i ports=() _
+  shift 2
+  for i in "${!SW_IF[@]}"; do ports+=(--port "${SW_IF[$i]}"); done
+  ip netns exec "$SW_NS" "$bin" "${ports[@]}" --duration 120 "$@" >"$o" 2>"$o.err" &
+  SW_PID=$!
+  for _ in $(seq 50); do
+    grep -q "ports up" "$o.err" && return 0
+    kill -0 $SW_PID 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "FAIL: the switch did not start"; cat "$o.err"; exit 1
+}
+
+# sw_stop: SIGINT, then its counters are in the OUT file
+sw_stop() {
+  [ -n "${SW_PID:-}" ] || return 0
+  kill -INT $SW_PID 2>/dev/null
+  wait $SW_PID
+  SW_PID=
+}
+
+# sw_counter OUT PORT NAME: one counter of one port from the exit report
+sw_counter() {
+  sed -n "s/^port $2 .* $3=\([0-9]*\).*/\1/p" "$1"
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Two senders, one receiver, through srdma-switch's bottleneck: unmodified
+# Debian ib_write_bw -D 2 from h0 and h1 to h2 over UDP (SOFTRDMA_SHM=0),
+# the switch's egress at RATE. Checks that the traffic crossed the switch
+# (its counters), that the receiver's goodput stays within the bottleneck
+# (+5%), that a small buffer with no congestion control drops, and that
+# ibv_rc_pingpong -c (data checked) passes through the switch.
+#   switch_perftest.sh LIBDIR SWITCH PORT
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/switch_lib.sh"
+libdir=$1 swbin=$2 port=$3
+rate_gbps=1
+buffer=${SR_SWITCH_BUFFER:-256K}
+out=$(mktemp -d)
+SW_PID=
+trap 'sw_stop; sw_del; rm -rf "$out"' EXIT
+for t in ib_write_bw ibv_rc_pingpong; do
+  command -v $t >/dev/null || { echo "SKIP: $t not found"; exit $SKIP; }
+done
+sw_topology 3
+
+# host I ADDR CMD...: on HOST_NS[I], the device on ADDR, the UDP path
+host() {
+  local i=$1 a=$2
+  shift 2
+  ip netns exec "${HOST_NS[$i]}" env SOFTRDMA_SHM=0 SOFTRDMA_ADDR="$a" \
+    LD_LIBRARY_PATH="$libdir" "$@"
+}
+
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# --- the incast: 2 x ib_write_bw into h2 through a 1 Gb/s, small egress buffer
+sw_start "$swbin" "$out/sw" --rate ${rate_gbps}G --buffer $buffer
+p1=$port p2=$((port + 1))
+host 2 "${HOST_ADDR[2]}" timeout 30 ib_write_bw -D 2 -s 65536 --report_gbits -p $p1 >"$out/srv1" 2>&1 &
+s1=$!
+host 2 "${HOST_ADDR2[2]}" timeout 30 ib_write_bw -D 2 -s 65536 --report_gbits -p $p2 >"$out/srv2" 2>&1 &
+s2=$!
+sr_wait_listen $p1 ip netns exec "${HOST_NS[2]}" && sr_wait_listen $p2 ip netns exec "${HOST_NS[2]}" ||
+  { echo "FAIL: servers not listening"; cat "$out/srv1" "$out/srv2"; exit 1; }
+host 0 "${HOST_ADDR[0]}" timeout 30 ib_write_bw -D 2 -s 65536 --report_gbits -p $p1 "${HOST_ADDR[2]}" >"$out/cli1" 2>&1 &
+c1=$!
+host 1 "${HOST_ADDR[1]}" timeout 30 ib_write_bw -D 2 -s 65536 --report_gbits -p $p2 "${HOST_ADDR2[2]}" >"$out/cli2" 2>&1 &
+c2=$!
+rcs=
+for p in $c1 $c2 $s1 $s2; do
+  wait $p
+  rcs="$rcs $?"
+done
+sw_stop
+for f in cli1 cli2 srv1 srv2; do echo "--- $f"; cat "$out/$f"; done
+echo "--- switch"; cat "$out/sw"
+[ "$rcs" = " 0 0 0 0" ] || fail "perftest exit codes (cli1 cli2 srv1 srv2):$rcs"
+
+# goodput: the clients' "BW average" column, Gb/s
+g1=$(awk '$1 == 65536 { print $4 }' "$out/cli1")
+g2=$(awk '$1 == 65536 { print $4 }' "$out/cli2")
+if [ -z "$g1" ] || [ -z "$g2" ]; then
+  fail "no result line from a client"
+else
+  echo "goodput: $g1 + $g2 Gb/s through a $rate_gbps Gb/s bottleneck"
+  awk -v a="$g1" -v b="$g2" -v r=$rate_gbps 'BEGIN { exit !(a + b <= r * 1.05) }' ||
+    fail "goodput $g1 + $g2 Gb/s above the ${rate_gbps} Gb/s bottleneck"
+  awk -v a="$g1" -v b="$g2" 'BEGIN { exit !(a > 0 && b > 0) }' || fail "a sender moved nothing"
+fi
+rx0=$(sw_counter "$out/sw" 0 rx_bytes) rx1=$(sw_counter "$out/sw" 1 rx_bytes)
+tx2=$(sw_counter "$out/sw" 2 tx_bytes) drops=$(sw_counter "$out/sw" 2 drops)
+[ "${rx0:-0}" -gt 10000000 ] && [ "${rx1:-0}" -gt 10000000 ] ||
+  fail "the senders' traffic did not cross the switch (rx $rx0, $rx1 bytes)"
+[ "${tx2:-0}" -gt 10000000 ] || fail "the switch sent the receiver only ${tx2:-0} bytes"
+[ "${drops:-0}" -gt 0 ] || fail "no drops at the receiver's port with a $buffer buffer and no CC"
+# the egress clock: bytes out of port 2 over the 2 s run no more than the rate allows
+# (the run's wall time is longer than -D 2, so this is an upper bound only)
+
+# --- integrity: the pingpong checks every byte (-c) through the switch
+sw_start "$swbin" "$out/sw2" --rate ${rate_gbps}G --buffer 1M
+p3=$((port + 2))
+host 2 "${HOST_ADDR[2]}" timeout 30 ibv_rc_pingpong -g 0 -c -s 65536 -n 200 -p $p3 >"$out/srv" 2>&1 &
+srv=$!
+sr_wait_listen $p3 ip netns exec "${HOST_NS[2]}" || { echo "FAIL: pingpong not listening"; exit 1; }
+host 0 "${HOST_ADDR[0]}" timeout 30 ibv_rc_pingpong -g 0 -c -s 65536 -n 200 -p $p3 "${HOST_ADDR[2]}" >"$out/cli" 2>&1
+crc=$?
+wait $srv
+src=$?
+sw_stop
+echo "--- switch"; cat "$out/sw2"
+sr_report $src $crc
+[ "$(sw_counter "$out/sw2" 2 tx_frames)" -gt 200 ] || fail "the pingpong did not cross the switch"
+
+[ $fails -eq 0 ] || { echo "FAIL: $fails check(s) failed"; exit 1; }
+echo PASS
