@@ -1,0 +1,549 @@
+/* cc_test.c: congestion control with explicit time: the DCQCN reaction
+ * point (alpha, cuts, recovery stages, floor), the notification point's CNP
+ * spacing, the NSCC-style window, pacing and the SOFTRDMA_CC parser. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "sr_cc.h"
+#include "sr_test.h"
+
+#define US  1000ull
+#define G40 40000000000ull
+
+static const double g = 1.0 / 256;
+
+static int close_to(double a, double b)
+{
+    return fabs(a - b) <= 1e-12 * (fabs(a) + fabs(b) + 1);
+}
+
+static void dcqcn_cfg(struct sr_cc_cfg *cfg)
+{
+    sr_cc_cfg_default(cfg, G40);
+    cfg->algo = SR_CC_DCQCN;
+}
+
+/* ---- none ---- */
+
+static void test_none(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    sr_cc_cfg_default(&cfg, G40);
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    sr_cc_on_sent(&cc, 4096, 10);
+    sr_cc_on_cnp(&cc, 20);
+    sr_cc_on_ack(&cc, 4096, 5000, true, 30);
+    SR_CHECK_EQ(sr_cc_send_allowed(&cc, 4096, 30), 0);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 0);
+    SR_CHECK_EQ(sr_cc_next_deadline(&cc), SR_CC_NO_DEADLINE);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), 0);
+    sr_cc_fini(&cc);
+}
+
+/* ---- DCQCN reaction point ---- */
+
+static void test_dcqcn_alpha(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    dcqcn_cfg(&cfg);
+    cfg.dcqcn.alpha_init = 0.5;
+    /* A slow rate timer keeps the limiter engaged over the whole test. */
+    cfg.dcqcn.rate_timer_ns = 100000 * US;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    SR_CHECK(close_to(sr_cc_dcqcn_alpha(&cc), 0.5));
+    SR_CHECK_EQ(sr_cc_next_deadline(&cc), SR_CC_NO_DEADLINE); /* nothing runs before a CNP */
+
+    /* CNP: alpha = (1 - g) alpha + g, and the decay waits a full K. */
+    uint64_t t = 1000;
+    sr_cc_on_cnp(&cc, t);
+    double a = (1 - g) * 0.5 + g;
+    SR_CHECK(close_to(sr_cc_dcqcn_alpha(&cc), a));
+    SR_CHECK_EQ(sr_cc_next_deadline(&cc), t + 55 * US);
+    sr_cc_on_timer(&cc, t + 55 * US - 1);
+    SR_CHECK(close_to(sr_cc_dcqcn_alpha(&cc), a));
+
+    /* Ten quiet periods: ten decays, each a factor (1 - g); a late call
+     * catches up exactly as timely ones would. */
+    sr_cc_on_timer(&cc, t + 55 * US);
+    a *= 1 - g;
+    SR_CHECK(close_to(sr_cc_dcqcn_alpha(&cc), a));
+    SR_CHECK_EQ(sr_cc_next_deadline(&cc), t + 110 * US);
+    sr_cc_on_timer(&cc, t + 550 * US + 10);
+    for (int i = 0; i < 9; i++)
+        a *= 1 - g;
+    SR_CHECK(close_to(sr_cc_dcqcn_alpha(&cc), a));
+
+    /* With a CNP in every period alpha climbs: each CNP adds g after the
+     * decay that was due. */
+    t += 600 * US;
+    for (int i = 0; i < 8; i++, t += 60 * US) {
+        sr_cc_on_cnp(&cc, t);
+        a = (1 - g) * a + g;
+        SR_CHECK(close_to(sr_cc_dcqcn_alpha(&cc), a));
+        SR_CHECK_EQ(sr_cc_next_deadline(&cc), t + 55 * US);
+        /* the period elapses without a CNP before the next one (at +60) */
+        sr_cc_on_timer(&cc, t + 55 * US);
+        a *= 1 - g;
+        SR_CHECK(close_to(sr_cc_dcqcn_alpha(&cc), a));
+    }
+}
+
+static void test_dcqcn_cut_once_per_interval(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    dcqcn_cfg(&cfg);
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), G40);
+
+    /* alpha = 1: Rc = Rc (1 - 1/2), Rt = old Rc. */
+    sr_cc_on_cnp(&cc, 1000);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), G40 / 2);
+    SR_CHECK_EQ(sr_cc_dcqcn_target_bps(&cc), G40);
+    /* Within the 50 us decrease interval: nothing changes, not even alpha. */
+    sr_cc_on_cnp(&cc, 1000 + 10 * US);
+    sr_cc_on_cnp(&cc, 1000 + 50 * US - 1);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), G40 / 2);
+    SR_CHECK_EQ(sr_cc_dcqcn_target_bps(&cc), G40);
+    SR_CHECK(close_to(sr_cc_dcqcn_alpha(&cc), 1.0));
+    /* At the interval: the next cut. */
+    sr_cc_on_cnp(&cc, 1000 + 50 * US);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), G40 / 4);
+    SR_CHECK_EQ(sr_cc_dcqcn_target_bps(&cc), G40 / 2);
+
+    /* A shorter interval is honoured. */
+    cfg.dcqcn.decrease_interval_ns = 4 * US;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    sr_cc_on_cnp(&cc, 0);
+    sr_cc_on_cnp(&cc, 4 * US);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), G40 / 4);
+}
+
+enum step { FR, AI, HAI1, HAI2 };
+
+/* One increase event (a timer expiry when timer, else byte_counter bytes
+ * sent) and the stage it must be, checked on Rt and Rc. */
+static void expect_step(struct sr_cc *cc, bool timer, uint64_t *t, enum step kind, int row)
+{
+    uint64_t rt = sr_cc_dcqcn_target_bps(cc), rc = sr_cc_rate_bps(cc);
+    if (timer) {
+        *t = sr_cc_next_deadline(cc);
+        sr_cc_on_timer(cc, *t);
+    } else {
+        sr_cc_on_sent(cc, 1000000, *t);
+    }
+    uint64_t want_rt = rt;
+    if (kind == AI)
+        want_rt = rt + G40 / 1000; /* R_AI: 40 Mb/s at 40 Gb/s */
+    else if (kind == HAI1)
+        want_rt = rt + 10 * (G40 / 1000); /* R_HAI = 10 R_AI */
+    else if (kind == HAI2)
+        want_rt = rt + 2 * 10 * (G40 / 1000);
+    if (sr_cc_dcqcn_target_bps(cc) != want_rt || sr_cc_rate_bps(cc) != (want_rt + rc + 1) / 2)
+        fprintf(stderr, "step row %d\n", row);
+    SR_CHECK_EQ(sr_cc_dcqcn_target_bps(cc), want_rt);
+    SR_CHECK_EQ(sr_cc_rate_bps(cc), (want_rt + rc + 1) / 2);
+}
+
+static void test_dcqcn_recovery_stages(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    dcqcn_cfg(&cfg);
+    cfg.dcqcn.byte_counter = 1000000;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    /* Two cuts put Rt below the line, so additive steps show. */
+    sr_cc_on_cnp(&cc, 0);
+    sr_cc_on_cnp(&cc, 50 * US);
+    SR_CHECK_EQ(sr_cc_dcqcn_target_bps(&cc), G40 / 2);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), G40 / 4);
+    uint64_t t = 50 * US;
+    SR_CHECK_EQ(sr_cc_next_deadline(&cc), t + 55 * US);
+
+    /* Timer alone: F = 5 fast-recovery steps, then additive increase. */
+    for (int i = 0; i < 5; i++)
+        expect_step(&cc, true, &t, FR, i);
+    expect_step(&cc, true, &t, AI, 5);
+    SR_CHECK_EQ(t, 50 * US + 6 * 55 * US);
+    /* Bytes now: the byte counter's own five stay additive (the timer is
+     * past F); its sixth puts both past F: hyper, i = 1. */
+    for (int i = 0; i < 5; i++)
+        expect_step(&cc, false, &t, AI, 10 + i);
+    expect_step(&cc, false, &t, HAI1, 15);
+    /* T = 7, BC = 6: i = min - F = 1; then BC = 7: i = 2. */
+    expect_step(&cc, true, &t, HAI1, 16);
+    expect_step(&cc, false, &t, HAI2, 17);
+
+    /* A CNP starts the stages over: fast recovery again. */
+    t += 1;
+    sr_cc_on_cnp(&cc, t);
+    expect_step(&cc, false, &t, FR, 20);
+    expect_step(&cc, true, &t, FR, 21);
+
+    /* Bytes below the counter are no event. */
+    uint64_t rc = sr_cc_rate_bps(&cc);
+    sr_cc_on_sent(&cc, 999999, t);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), rc);
+    sr_cc_on_sent(&cc, 1, t);
+    SR_CHECK(sr_cc_rate_bps(&cc) > rc);
+}
+
+static void test_dcqcn_release_and_lazy_alpha(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    dcqcn_cfg(&cfg);
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    sr_cc_on_cnp(&cc, 0); /* alpha 1 -> 1, Rc = 20G */
+    /* Recovery back to the line rate releases the limiter: no deadline. */
+    uint64_t t = 0;
+    int events = 0;
+    while (sr_cc_next_deadline(&cc) != SR_CC_NO_DEADLINE && events < 1000) {
+        t = sr_cc_next_deadline(&cc);
+        sr_cc_on_timer(&cc, t);
+        events++;
+    }
+    SR_CHECK(events < 1000);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), G40);
+    /* Alpha decayed once per 55 us up to the release, and keeps decaying
+     * while released: a CNP at 100 alpha periods after the first cut cuts
+     * with alpha (1 - g)^100. */
+    double a = 1.0;
+    for (int i = 0; i < 100; i++)
+        a *= 1 - g;
+    sr_cc_on_cnp(&cc, 100 * 55 * US);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), (uint64_t)((double)G40 * (1 - a / 2)));
+}
+
+static void test_dcqcn_min_rate(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    dcqcn_cfg(&cfg);
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    /* Twelve halvings would reach 40G / 4096 < 40 Mb/s: the floor holds. */
+    for (int i = 0; i < 12; i++)
+        sr_cc_on_cnp(&cc, (uint64_t)i * 50 * US);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), G40 / 1000);
+    /* and paces at it: 1000 bytes at 40 Mb/s take 200 us */
+    uint64_t t = 12 * 50 * US;
+    SR_CHECK_EQ(sr_cc_send_allowed(&cc, 1000, t), 0);
+    sr_cc_on_sent(&cc, 1000, t);
+    SR_CHECK_EQ(sr_cc_send_allowed(&cc, 1000, t), t + 200 * US);
+
+    /* A configured floor */
+    cfg.dcqcn.min_rate_bps = 5000000000ull;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    for (int i = 0; i < 5; i++)
+        sr_cc_on_cnp(&cc, (uint64_t)i * 50 * US);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), 5000000000ull);
+}
+
+/* ---- notification point ---- */
+
+static void test_np_cnp_spacing(void)
+{
+    struct sr_cc_np_params p = {.cnp_interval_ns = 50 * US};
+    struct sr_cc_np a = {0}, b = {0};
+    SR_CHECK(sr_cc_np_on_ce(&a, &p, 0)); /* the first CE at time 0 counts */
+    SR_CHECK(!sr_cc_np_on_ce(&a, &p, 10 * US));
+    SR_CHECK(sr_cc_np_on_ce(&b, &p, 10 * US)); /* per QP */
+    SR_CHECK(!sr_cc_np_on_ce(&a, &p, 50 * US - 1));
+    SR_CHECK(sr_cc_np_on_ce(&a, &p, 50 * US));
+    SR_CHECK(!sr_cc_np_on_ce(&b, &p, 59 * US));
+    SR_CHECK(sr_cc_np_on_ce(&b, &p, 60 * US));
+    SR_CHECK(!sr_cc_np_on_ce(&a, &p, 99 * US));
+    SR_CHECK(sr_cc_np_on_ce(&a, &p, 1000 * US));
+    /* Interval 0: a CNP for every CE. */
+    struct sr_cc_np_params every = {.cnp_interval_ns = 0};
+    struct sr_cc_np c = {0};
+    SR_CHECK(sr_cc_np_on_ce(&c, &every, 5));
+    SR_CHECK(sr_cc_np_on_ce(&c, &every, 5));
+}
+
+/* ---- NSCC-style window ---- */
+
+static void nscc_cfg(struct sr_cc_cfg *cfg)
+{
+    sr_cc_cfg_default(cfg, G40);
+    cfg->algo = SR_CC_NSCC;
+    cfg->nscc.base_rtt_ns = 10 * US;
+}
+
+static void test_nscc_below_target(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    nscc_cfg(&cfg);
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    uint64_t w = 64 * 4096;
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* No queueing: proportional increase of the whole ACK, plus fair. */
+    sr_cc_on_ack(&cc, 4096, 10 * US, false, 10 * US);
+    w += 4096;
+    w += 4096ull * 4096 / w;
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* Half the target: half as much. */
+    sr_cc_on_ack(&cc, 4096, 15 * US, false, 20 * US);
+    w += 2048;
+    w += 4096ull * 4096 / w;
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* ECN below the target: the fair increase alone. */
+    sr_cc_on_ack(&cc, 4096, 15 * US, true, 30 * US);
+    w += 4096ull * 4096 / w;
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* At exactly the target: no proportional part. */
+    sr_cc_on_ack(&cc, 4096, 20 * US, false, 40 * US);
+    w += 4096ull * 4096 / w;
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* Growth stops at max_wnd. */
+    for (int i = 0; i < 10000; i++)
+        sr_cc_on_ack(&cc, 65536, 10 * US, false, 50 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 2048ull * 4096);
+}
+
+static void test_nscc_above_target(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    nscc_cfg(&cfg);
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    uint64_t w = 64 * 4096;
+    /* 30 us queueing, 10 us target: 0.8 x 20/30 = 0.53 is capped at 0.5. */
+    sr_cc_on_ack(&cc, 4096, 40 * US, true, 100 * US);
+    w /= 2;
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* Within one RTT (srtt 40 us): no second cut. */
+    sr_cc_on_ack(&cc, 4096, 40 * US, true, 139 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* srtt now 40 us; a later ACK with 15 us queueing: 0.8 x 5/15, without
+     * ECN too (delay alone is enough). */
+    sr_cc_on_ack(&cc, 4096, 25 * US, false, 140 * US);
+    w = (uint64_t)((double)w * (1.0 - 0.8 * 5.0 / 15.0));
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* Cuts stop at min_wnd (one MTU). */
+    for (int i = 0; i < 100; i++)
+        sr_cc_on_ack(&cc, 4096, 100 * US, true, 200 * US + (uint64_t)i * 1000 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 4096);
+}
+
+static void test_nscc_ecn_without_rtt_and_base(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    sr_cc_cfg_default(&cfg, G40);
+    cfg.algo = SR_CC_NSCC; /* base RTT learnt from the samples */
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    /* A CNP before any RTT sample: the largest cut. */
+    sr_cc_on_cnp(&cc, 5);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 32 * 4096);
+    /* First sample 8 us is the base: no queueing, full proportional step. */
+    sr_cc_on_ack(&cc, 4096, 8 * US, false, 10 * US);
+    uint64_t w = 32 * 4096 + 4096;
+    w += 4096ull * 4096 / w;
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* 8 + 30 us: above target against the learnt base -> cut. */
+    sr_cc_on_ack(&cc, 4096, 38 * US, false, 100 * US);
+    SR_CHECK(sr_cc_window_bytes(&cc) < w);
+}
+
+static void test_nscc_pacing(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    nscc_cfg(&cfg);
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), 0);     /* no srtt yet: not paced */
+    sr_cc_on_ack(&cc, 0, 20 * US, false, 0); /* at target: window unchanged */
+    uint64_t w = 64 * 4096;
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* window / srtt: 262144 B per 20 us = 104.8576 Gb/s, above the line: 40G */
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), G40);
+    cfg.line_rate_bps = 200000000000ull;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    sr_cc_on_ack(&cc, 0, 20 * US, false, 0);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), w * 8 * 1000000000 / (20 * US));
+    /* One window leaves in one srtt. */
+    uint64_t t = 1000;
+    for (uint64_t sent = 0; sent < w; sent += 4096) {
+        uint64_t at = sr_cc_send_allowed(&cc, 4096, t);
+        if (at)
+            t = at;
+        SR_CHECK_EQ(sr_cc_send_allowed(&cc, 4096, t), 0);
+        sr_cc_on_sent(&cc, 4096, t);
+    }
+    SR_CHECK_EQ(sr_cc_send_allowed(&cc, 4096, t), 1000 + 20 * US);
+    cfg.nscc.pace = false;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    sr_cc_on_ack(&cc, 0, 20 * US, false, 0);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), 0);
+}
+
+/* ---- pacer ---- */
+
+static void test_pacer(void)
+{
+    struct sr_cc_pacer pc = {0};
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&pc, 0), 0);
+    sr_cc_pacer_sent(&pc, 4096, 0); /* unpaced: no gap */
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&pc, 0), 0);
+
+    /* 4096 B at 10 Gb/s: 3276.8 ns apart, never rounded away. */
+    sr_cc_pacer_set_rate(&pc, 10000000000ull);
+    uint64_t t = 1000;
+    sr_cc_pacer_sent(&pc, 4096, t);
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&pc, t), 4277); /* 4276.8 rounded up */
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&pc, 4276), 4277);
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&pc, 4277), 0);
+    for (int i = 1; i < 1000; i++) {
+        t = sr_cc_pacer_allowed(&pc, t);
+        SR_CHECK(t != 0);
+        sr_cc_pacer_sent(&pc, 4096, t);
+    }
+    /* 1000 packets: the next slot is 1000 x 3276.8 ns after the first. */
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&pc, t), 1000 + 3276800);
+
+    /* Idle time earns no burst: after a pause the gap starts from now. */
+    t = 10000000;
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&pc, t), 0);
+    sr_cc_pacer_sent(&pc, 4096, t);
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&pc, t), t + 3277);
+    /* A rate change applies from the next packet: 1 Gb/s, 32768 ns. */
+    sr_cc_pacer_set_rate(&pc, 1000000000ull);
+    t = sr_cc_pacer_allowed(&pc, t);
+    sr_cc_pacer_sent(&pc, 4096, t);
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&pc, t), 10000000 + 3277 + 32768);
+}
+
+/* ---- parser ---- */
+
+static void test_parse_valid(void)
+{
+    struct sr_cc_cfg cfg = {0};
+    char err[160];
+    SR_CHECK_EQ(sr_cc_parse("none", &cfg, err, sizeof(err)), 0);
+    SR_CHECK_EQ(cfg.algo, SR_CC_NONE);
+    SR_CHECK_EQ(cfg.line_rate_bps, 10000000000ull);
+
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.line_rate_bps = G40;
+    SR_CHECK_EQ(sr_cc_parse("dcqcn", &cfg, err, sizeof(err)), 0);
+    SR_CHECK_EQ(cfg.algo, SR_CC_DCQCN);
+    struct sr_cc_dcqcn_params p = sr_cc_dcqcn_effective(&cfg);
+    SR_CHECK(close_to(p.g, 1.0 / 256));
+    SR_CHECK_EQ(p.alpha_timer_ns, 55 * US);
+    SR_CHECK_EQ(p.rate_timer_ns, 55 * US);
+    SR_CHECK_EQ(p.byte_counter, 10u * 1024 * 1024);
+    SR_CHECK_EQ(p.fast_recovery_steps, 5);
+    SR_CHECK_EQ(p.rai_bps, 40000000);
+    SR_CHECK_EQ(p.rhai_bps, 400000000);
+    SR_CHECK_EQ(cfg.np.cnp_interval_ns, 50 * US);
+
+    SR_CHECK_EQ(sr_cc_parse("dcqcn,g=1/16,rai_mbps=5,rhai_mbps=50,rate_timer_us=300,"
+                            "byte_counter=150000,fast_recovery=3,min_rate_mbps=100,"
+                            "line_rate_mbps=100000,cnp_interval_us=4,alpha_init=0.25",
+                            &cfg, err, sizeof(err)),
+                0);
+    p = sr_cc_dcqcn_effective(&cfg);
+    SR_CHECK(close_to(p.g, 1.0 / 16));
+    SR_CHECK(close_to(p.alpha_init, 0.25));
+    SR_CHECK_EQ(p.rai_bps, 5000000);
+    SR_CHECK_EQ(p.rhai_bps, 50000000);
+    SR_CHECK_EQ(p.rate_timer_ns, 300 * US);
+    SR_CHECK_EQ(p.byte_counter, 150000);
+    SR_CHECK_EQ(p.fast_recovery_steps, 3);
+    SR_CHECK_EQ(p.min_rate_bps, 100000000);
+    SR_CHECK_EQ(cfg.line_rate_bps, 100000000000ull);
+    SR_CHECK_EQ(cfg.np.cnp_interval_ns, 4 * US);
+
+    /* Derived rates follow a configured line rate, whatever the order. */
+    SR_CHECK_EQ(sr_cc_parse("dcqcn,line_rate_mbps=100000", &cfg, err, sizeof(err)), 0);
+    SR_CHECK_EQ(sr_cc_dcqcn_effective(&cfg).rai_bps, 100000000);
+
+    SR_CHECK_EQ(sr_cc_parse("nscc,target_us=20,base_rtt_us=8,pace=0,md_beta=0.5,mtu=1024", &cfg,
+                            err, sizeof(err)),
+                0);
+    SR_CHECK_EQ(cfg.algo, SR_CC_NSCC);
+    SR_CHECK_EQ(cfg.nscc.target_qdelay_ns, 20 * US);
+    SR_CHECK_EQ(cfg.nscc.base_rtt_ns, 8 * US);
+    SR_CHECK(!cfg.nscc.pace);
+    SR_CHECK(close_to(cfg.nscc.md_beta, 0.5));
+    SR_CHECK_EQ(sr_cc_nscc_effective(&cfg).init_wnd, 64 * 1024);
+    /* and the parsed configuration runs */
+    struct sr_cc cc;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 64 * 1024);
+}
+
+static void test_parse_invalid(void)
+{
+    static const struct {
+        const char *spec;
+        const char *in_err; /* the message names the culprit */
+    } rows[] = {
+        {"", "unknown algorithm"},
+        {"reno", "'reno'"},
+        {"DCQCN", "'DCQCN'"},
+        {"dcqcn,foo=1", "'foo'"},
+        {"dcqcn,target_us=5", "is for nscc"},
+        {"none,g=1/2", "is for dcqcn"},
+        {"nscc,rai_mbps=5", "is for dcqcn"},
+        {"dcqcn,g=2", "for g"},
+        {"dcqcn,g=1/0", "for g"},
+        {"dcqcn,g=x", "for g"},
+        {"dcqcn,rai_mbps=-1", "for rai_mbps"},
+        {"dcqcn,rai_mbps=12x", "for rai_mbps"},
+        {"dcqcn,rai_mbps=99999999999999999999", "for rai_mbps"},
+        {"dcqcn,rai_mbps=99999999999999", "for rai_mbps"}, /* x 1e6 overflows */
+        {"dcqcn,fast_recovery=4294967296", "for fast_recovery"},
+        {"dcqcn,rai_mbps", "not param=value"},
+        {"dcqcn,=3", "not param=value"},
+        {"dcqcn,rai_mbps=", "not param=value"},
+        {"nscc,pace=yes", "for pace"},
+        {"dcqcn,rate_timer_us=0", "positive"},
+        {"dcqcn,line_rate_mbps=0", "positive"},
+        {"nscc,target_us=0", "positive"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct sr_cc_cfg cfg;
+        sr_cc_cfg_default(&cfg, G40);
+        cfg.algo = SR_CC_NSCC;
+        char err[160] = "";
+        sr_test_ctx = rows[i].spec;
+        SR_CHECK_EQ(sr_cc_parse(rows[i].spec, &cfg, err, sizeof(err)), SR_ERR_INVAL);
+        SR_CHECK(strstr(err, rows[i].in_err) != NULL);
+        if (!strstr(err, rows[i].in_err))
+            fprintf(stderr, "  message: %s\n", err);
+        SR_CHECK_EQ(cfg.algo, SR_CC_NSCC); /* untouched on error */
+        SR_CHECK_EQ(cfg.line_rate_bps, G40);
+    }
+    sr_test_ctx = "test_parse_invalid";
+    struct sr_cc_cfg cfg;
+    sr_cc_cfg_default(&cfg, G40);
+    SR_CHECK_EQ(sr_cc_parse(NULL, &cfg, NULL, 0), SR_ERR_INVAL);
+    char longspec[600];
+    memset(longspec, 'a', sizeof(longspec) - 1);
+    longspec[sizeof(longspec) - 1] = '\0';
+    SR_CHECK_EQ(sr_cc_parse(longspec, &cfg, NULL, 0), SR_ERR_INVAL);
+}
+
+int main(void)
+{
+    SR_RUN(test_none);
+    SR_RUN(test_dcqcn_alpha);
+    SR_RUN(test_dcqcn_cut_once_per_interval);
+    SR_RUN(test_dcqcn_recovery_stages);
+    SR_RUN(test_dcqcn_release_and_lazy_alpha);
+    SR_RUN(test_dcqcn_min_rate);
+    SR_RUN(test_np_cnp_spacing);
+    SR_RUN(test_nscc_below_target);
+    SR_RUN(test_nscc_above_target);
+    SR_RUN(test_nscc_ecn_without_rtt_and_base);
+    SR_RUN(test_nscc_pacing);
+    SR_RUN(test_pacer);
+    SR_RUN(test_parse_valid);
+    SR_RUN(test_parse_invalid);
+    return SR_TEST_RESULT();
+}
