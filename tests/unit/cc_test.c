@@ -41,6 +41,30 @@ static void test_none(void)
     sr_cc_fini(&cc);
 }
 
+static void test_init_rejects(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    sr_cc_cfg_default(&cfg, G40);
+    cfg.algo = (enum sr_cc_algo)7;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), SR_ERR_INVAL);
+    sr_cc_cfg_default(&cfg, 0);
+    cfg.algo = SR_CC_DCQCN; /* no line rate to start from */
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), SR_ERR_INVAL);
+    /* a failed init leaves a harmless "none" behind */
+    SR_CHECK_EQ(sr_cc_send_allowed(&cc, 4096, 0), 0);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 0);
+    sr_cc_cfg_default(&cfg, G40);
+    cfg.algo = SR_CC_NSCC;
+    cfg.nscc.min_wnd = 1 << 20;
+    cfg.nscc.max_wnd = 1 << 16;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), SR_ERR_INVAL);
+    cfg.nscc.min_wnd = 0;
+    cfg.nscc.max_wnd = 0;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 64 * 4096);
+}
+
 /* ---- DCQCN reaction point ---- */
 
 static void test_dcqcn_alpha(void)
@@ -532,6 +556,7 @@ static void test_parse_invalid(void)
 int main(void)
 {
     SR_RUN(test_none);
+    SR_RUN(test_init_rejects);
     SR_RUN(test_dcqcn_alpha);
     SR_RUN(test_dcqcn_cut_once_per_interval);
     SR_RUN(test_dcqcn_recovery_stages);
