@@ -194,7 +194,10 @@ void sr_cc_cfg_default(struct sr_cc_cfg *cfg, uint64_t line_rate_bps)
     cfg->nscc.mtu = 4096;
     cfg->nscc.md_beta = 0.8;
     cfg->nscc.md_max = 0.5;
-    cfg->nscc.pi_gain = 1.0;
+    /* In tests/unit/cc_test's closed loop (10 Gb/s, 4 us), a gain of 1
+     * overshoots to a mean queue of 1.85 x target at 93% utilisation; 1/4
+     * holds the target at 99%. */
+    cfg->nscc.pi_gain = 0.25;
     cfg->nscc.pace = true;
     cfg->np.cnp_interval_ns = 50000;
 }

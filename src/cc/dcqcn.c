@@ -118,12 +118,18 @@ static void dcqcn_on_ack(struct sr_cc *cc, uint64_t acked_bytes, uint64_t rtt_ns
     (void)now_ns;
 }
 
+/* A stopped timer (SR_CC_NO_DEADLINE) is never due, even at the end of time. */
+static bool due(uint64_t deadline_ns, uint64_t now_ns)
+{
+    return deadline_ns != SR_CC_NO_DEADLINE && deadline_ns <= now_ns;
+}
+
 static void dcqcn_on_timer(struct sr_cc *cc, uint64_t now_ns)
 {
     struct sr_cc_dcqcn *d = dq(cc);
     /* Catch up period by period, so that a late call gives the same state
      * as timely ones; events are ordered by their due time. */
-    while (d->alpha_deadline_ns <= now_ns || d->rate_deadline_ns <= now_ns) {
+    while (due(d->alpha_deadline_ns, now_ns) || due(d->rate_deadline_ns, now_ns)) {
         if (d->alpha_deadline_ns <= d->rate_deadline_ns) {
             d->alpha = (1 - d->p.g) * d->alpha;
             d->alpha_deadline_ns += d->p.alpha_timer_ns;

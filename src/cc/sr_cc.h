@@ -57,7 +57,7 @@ struct sr_cc_nscc_params {
     double md_beta;            /* decrease gain, Swift Alg. 1 form: 0.8 */
     double md_max;             /* largest cut per RTT: 0.5 */
     uint64_t fi_bytes;         /* fair increase per window acked: 0 = one MTU */
-    double pi_gain;            /* proportional increase gain: 1 */
+    double pi_gain;            /* proportional increase gain: 1/4 */
     bool pace;                 /* pace at window / srtt */
 };
 
