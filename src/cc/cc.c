@@ -179,7 +179,7 @@ void sr_cc_cfg_default(struct sr_cc_cfg *cfg, uint64_t line_rate_bps)
     memset(cfg, 0, sizeof(*cfg));
     cfg->algo = SR_CC_NONE;
     cfg->line_rate_bps = line_rate_bps;
-    /* DCQCN paper (Zhu et al., SIGCOMM 2015) sec. 5 / Table: g = 1/256,
+    /* DCQCN paper (Zhu et al., SIGCOMM 2015), its parameter values: g = 1/256,
      * K = T = 55 us, B = 10 MB, F = 5. */
     cfg->dcqcn.g = 1.0 / 256;
     cfg->dcqcn.alpha_init = 1.0;

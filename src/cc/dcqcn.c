@@ -2,7 +2,7 @@
  * Deployments", SIGCOMM 2015): the reaction point's rate machine on the
  * sender, and the notification point's CNP decision on the receiver.
  *
- * Reaction point, per the paper's sec. 3.2 / Fig. 6:
+ * Reaction point, per the paper's RP algorithm (sec. 3):
  *   CNP:        Rt = Rc; Rc = Rc (1 - alpha/2); alpha = (1 - g) alpha + g;
  *               timer, byte counter and both stage counts start over.
  *   every K with no CNP:   alpha = (1 - g) alpha.
@@ -149,9 +149,9 @@ static void dcqcn_on_cnp(struct sr_cc *cc, uint64_t now_ns)
     if (d->cut_once && now_ns - d->last_cut_ns < d->p.decrease_interval_ns)
         return;
     if (d->cut_once && !d->limited) {
-        /* The decay periods that passed while released; after a few
-         * thousand alpha is ~0 and more periods change nothing. */
-        for (unsigned n = 0; d->alpha_resume_ns <= now_ns && n < 4096; n++) {
+        /* The decay periods that passed while released, until alpha is
+         * negligible (so a long quiet time costs a bounded loop). */
+        while (d->p.g > 0 && d->alpha > 1e-9 && d->alpha_resume_ns <= now_ns) {
             d->alpha = (1 - d->p.g) * d->alpha;
             d->alpha_resume_ns += d->p.alpha_timer_ns;
         }
@@ -165,7 +165,7 @@ static void dcqcn_on_cnp(struct sr_cc *cc, uint64_t now_ns)
     d->t_cnt = d->bc_cnt = 0;
     d->bytes_since_event = 0;
     /* The alpha decay waits a full K without feedback; the increase timer
-     * starts over from the cut (paper sec. 3.2). */
+     * starts over from the cut (paper, RP algorithm). */
     d->alpha_deadline_ns = now_ns + d->p.alpha_timer_ns;
     d->rate_deadline_ns = now_ns + d->p.rate_timer_ns;
     apply_rate(cc);
@@ -216,7 +216,7 @@ uint64_t sr_cc_dcqcn_target_bps(const struct sr_cc *cc)
 
 bool sr_cc_np_on_ce(struct sr_cc_np *np, const struct sr_cc_np_params *p, uint64_t now_ns)
 {
-    /* Paper sec. 3.1: at most one CNP per N (50 us) per flow; softrdma's
+    /* Paper, NP algorithm: at most one CNP per N (50 us) per flow; softrdma's
      * flow is the QP. The CNP itself is IBA Annex A17.9's (BTH opcode 0x81,
      * 16 reserved bytes), encoded by sr_wire. */
     if (np->sent && now_ns - np->last_cnp_ns < p->cnp_interval_ns)
