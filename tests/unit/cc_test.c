@@ -411,11 +411,11 @@ static void test_nscc_pacing(void)
     SR_CHECK_EQ(sr_cc_rate_bps(&cc), 0);
 }
 
-/* ---- closed loop: one sender, one bottleneck ----
+/* ---- closed loop: senders sharing one bottleneck ----
  *
- * A backlogged sender of 4096 B packets into a FIFO bottleneck of 10 Gb/s
+ * Backlogged senders of 4096 B packets into a FIFO bottleneck of 10 Gb/s
  * that marks CE when more than mark_bytes wait (a step marker), 2 us of
- * propagation each way. The receiver's NP turns marks into CNPs; ACKs
+ * propagation each way. Each receiver's NP turns marks into CNPs; ACKs
  * (one per packet) echo the mark and carry the RTT. Time advances in 100 ns
  * ticks; the bottleneck is exact (each packet's departure is computed). */
 
@@ -423,6 +423,7 @@ static void test_nscc_pacing(void)
 #define SIM_RATE   10000000000ull
 #define SIM_PROP   (2 * US)
 #define SIM_EVENTS 16384u
+#define SIM_FLOWS  2
 
 struct sim_ev {
     uint64_t at;
@@ -430,14 +431,21 @@ struct sim_ev {
     bool ce;
 };
 
-struct sim {
-    uint64_t link_free_ns; /* when the bottleneck finishes its queue */
-    uint64_t mark_bytes;
+struct sim_flow {
+    struct sr_cc cc;
+    uint64_t start_ns;
     struct sim_ev acks[SIM_EVENTS], cnps[SIM_EVENTS]; /* rings, in time order */
     unsigned ack_head, ack_tail, cnp_head, cnp_tail;
     struct sr_cc_np np;
-    struct sr_cc_np_params npp;
     uint64_t inflight;
+    uint64_t delivered; /* over the second half */
+};
+
+struct sim {
+    uint64_t link_free_ns; /* when the bottleneck finishes its queue */
+    uint64_t mark_bytes;
+    unsigned nflows;
+    struct sim_flow f[SIM_FLOWS];
     /* measured over the second half */
     uint64_t delivered, max_queue, qdelay_sum, qdelay_cnt;
 };
@@ -447,47 +455,59 @@ static uint64_t sim_tx_ns(uint64_t bytes)
     return bytes * 8 * 1000000000ull / SIM_RATE;
 }
 
-static void sim_run(struct sr_cc *cc, struct sim *s, uint64_t end_ns)
+static void sim_flow_step(struct sim *s, struct sim_flow *f, uint64_t t, bool measure)
 {
-    s->npp.cnp_interval_ns = 50 * US;
-    for (uint64_t t = 0; t < end_ns; t += 100) {
-        bool measure = t >= end_ns / 2;
-        if (sr_cc_next_deadline(cc) <= t)
-            sr_cc_on_timer(cc, t);
-        while (s->cnp_head != s->cnp_tail && s->cnps[s->cnp_head % SIM_EVENTS].at <= t) {
-            sr_cc_on_cnp(cc, t);
-            s->cnp_head++;
-        }
-        while (s->ack_head != s->ack_tail && s->acks[s->ack_head % SIM_EVENTS].at <= t) {
-            struct sim_ev *e = &s->acks[s->ack_head++ % SIM_EVENTS];
-            s->inflight -= SIM_PKT;
-            sr_cc_on_ack(cc, SIM_PKT, t - e->sent_at, e->ce, t);
-        }
-        uint64_t wnd = sr_cc_window_bytes(cc);
-        while (sr_cc_send_allowed(cc, SIM_PKT, t) == 0 && (!wnd || s->inflight + SIM_PKT <= wnd) &&
-               s->ack_tail - s->ack_head < SIM_EVENTS) {
-            uint64_t queued =
-                s->link_free_ns > t ? (s->link_free_ns - t) * SIM_RATE / 8000000000ull : 0;
-            uint64_t start = s->link_free_ns > t ? s->link_free_ns : t;
-            s->link_free_ns = start + sim_tx_ns(SIM_PKT);
-            bool ce = queued > s->mark_bytes;
-            uint64_t arrive = s->link_free_ns + SIM_PROP;
-            if (measure) {
-                s->delivered += SIM_PKT;
-                s->max_queue = SR_MAX(s->max_queue, queued);
-                s->qdelay_sum += start - t;
-                s->qdelay_cnt++;
-            }
-            s->acks[s->ack_tail++ % SIM_EVENTS] =
-                (struct sim_ev){.at = arrive + SIM_PROP, .sent_at = t, .ce = ce};
-            if (ce && sr_cc_np_on_ce(&s->np, &s->npp, arrive) &&
-                s->cnp_tail - s->cnp_head < SIM_EVENTS)
-                s->cnps[s->cnp_tail++ % SIM_EVENTS] = (struct sim_ev){.at = arrive + SIM_PROP};
-            s->inflight += SIM_PKT;
-            sr_cc_on_sent(cc, SIM_PKT, t);
-            wnd = sr_cc_window_bytes(cc);
-        }
+    struct sr_cc *cc = &f->cc;
+    struct sr_cc_np_params npp = {.cnp_interval_ns = 50 * US};
+    if (t < f->start_ns)
+        return;
+    if (sr_cc_next_deadline(cc) <= t)
+        sr_cc_on_timer(cc, t);
+    while (f->cnp_head != f->cnp_tail && f->cnps[f->cnp_head % SIM_EVENTS].at <= t) {
+        sr_cc_on_cnp(cc, t);
+        f->cnp_head++;
     }
+    while (f->ack_head != f->ack_tail && f->acks[f->ack_head % SIM_EVENTS].at <= t) {
+        struct sim_ev *e = &f->acks[f->ack_head++ % SIM_EVENTS];
+        f->inflight -= SIM_PKT;
+        sr_cc_on_ack(cc, SIM_PKT, t - e->sent_at, e->ce, t);
+    }
+    uint64_t wnd = sr_cc_window_bytes(cc);
+    while (sr_cc_send_allowed(cc, SIM_PKT, t) == 0 && (!wnd || f->inflight + SIM_PKT <= wnd) &&
+           f->ack_tail - f->ack_head < SIM_EVENTS) {
+        uint64_t queued =
+            s->link_free_ns > t ? (s->link_free_ns - t) * SIM_RATE / 8000000000ull : 0;
+        uint64_t start = s->link_free_ns > t ? s->link_free_ns : t;
+        s->link_free_ns = start + sim_tx_ns(SIM_PKT);
+        bool ce = queued > s->mark_bytes;
+        uint64_t arrive = s->link_free_ns + SIM_PROP;
+        if (measure) {
+            s->delivered += SIM_PKT;
+            f->delivered += SIM_PKT;
+            s->max_queue = SR_MAX(s->max_queue, queued);
+            s->qdelay_sum += start - t;
+            s->qdelay_cnt++;
+        }
+        f->acks[f->ack_tail++ % SIM_EVENTS] =
+            (struct sim_ev){.at = arrive + SIM_PROP, .sent_at = t, .ce = ce};
+        if (ce && sr_cc_np_on_ce(&f->np, &npp, arrive) && f->cnp_tail - f->cnp_head < SIM_EVENTS)
+            f->cnps[f->cnp_tail++ % SIM_EVENTS] = (struct sim_ev){.at = arrive + SIM_PROP};
+        f->inflight += SIM_PKT;
+        sr_cc_on_sent(cc, SIM_PKT, t);
+        wnd = sr_cc_window_bytes(cc);
+    }
+}
+
+static void sim_run(struct sim *s, uint64_t end_ns)
+{
+    for (uint64_t t = 0; t < end_ns; t += 100)
+        for (unsigned i = 0; i < s->nflows; i++) /* alternate who goes first */
+            sim_flow_step(s, &s->f[(i + t / 100) % s->nflows], t, t >= end_ns / 2);
+}
+
+static double sim_util(const struct sim *s, uint64_t end_ns)
+{
+    return (double)s->delivered * 8 / ((double)(end_ns / 2) * 1e-9) / SIM_RATE;
 }
 
 static struct sim sim_state;
@@ -495,40 +515,63 @@ static struct sim sim_state;
 static void test_loop_dcqcn(void)
 {
     struct sr_cc_cfg cfg;
-    struct sr_cc cc;
+    struct sim *s = &sim_state;
     dcqcn_cfg(&cfg); /* a 40 Gb/s sender into a 10 Gb/s bottleneck */
-    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
-    memset(&sim_state, 0, sizeof(sim_state));
-    sim_state.mark_bytes = 100 * 1024;
+    memset(s, 0, sizeof(*s));
+    s->nflows = 1;
+    SR_CHECK_EQ(sr_cc_init(&s->f[0].cc, &cfg, 0), 0);
+    s->mark_bytes = 100 * 1024;
     uint64_t end = 40000 * US;
-    sim_run(&cc, &sim_state, end);
-    double util = (double)sim_state.delivered * 8 / ((double)(end / 2) * 1e-9) / SIM_RATE;
+    sim_run(s, end);
+    double util = sim_util(s, end);
     printf("  dcqcn: utilisation %.3f, max queue %llu B, rate %.2f Gb/s\n", util,
-           (unsigned long long)sim_state.max_queue, (double)sr_cc_rate_bps(&cc) / 1e9);
+           (unsigned long long)s->max_queue, (double)sr_cc_rate_bps(&s->f[0].cc) / 1e9);
     SR_CHECK(util > 0.9 && util <= 1.0);
     /* marks start at 100 KiB; the CNP loop keeps the queue within 2.5 x that */
-    SR_CHECK(sim_state.max_queue < 256 * 1024);
+    SR_CHECK(s->max_queue < 256 * 1024);
 }
 
 static void test_loop_nscc(void)
 {
     struct sr_cc_cfg cfg;
-    struct sr_cc cc;
+    struct sim *s = &sim_state;
     nscc_cfg(&cfg);
     cfg.nscc.base_rtt_ns = 0; /* learnt: 4 us + one packet's serialisation */
-    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
-    memset(&sim_state, 0, sizeof(sim_state));
-    sim_state.mark_bytes = 1u << 30; /* no ECN: delay alone */
+    memset(s, 0, sizeof(*s));
+    s->nflows = 1;
+    SR_CHECK_EQ(sr_cc_init(&s->f[0].cc, &cfg, 0), 0);
+    s->mark_bytes = 1u << 30; /* no ECN: delay alone */
     uint64_t end = 20000 * US;
-    sim_run(&cc, &sim_state, end);
-    double util = (double)sim_state.delivered * 8 / ((double)(end / 2) * 1e-9) / SIM_RATE;
-    double qd = (double)sim_state.qdelay_sum / (double)sim_state.qdelay_cnt;
+    sim_run(s, end);
+    double util = sim_util(s, end);
+    double qd = (double)s->qdelay_sum / (double)s->qdelay_cnt;
     printf("  nscc: utilisation %.3f, mean queueing %.0f ns, max queue %llu B, window %llu B\n",
-           util, qd, (unsigned long long)sim_state.max_queue,
-           (unsigned long long)sr_cc_window_bytes(&cc));
+           util, qd, (unsigned long long)s->max_queue,
+           (unsigned long long)sr_cc_window_bytes(&s->f[0].cc));
     SR_CHECK(util > 0.95 && util <= 1.0);
     /* the queue sits near the 10 us target, not at the 8 MiB window limit */
     SR_CHECK(qd > 5 * US && qd < 15 * US);
+}
+
+static void test_loop_nscc_fair(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sim *s = &sim_state;
+    nscc_cfg(&cfg);
+    cfg.nscc.base_rtt_ns = 0;
+    memset(s, 0, sizeof(*s));
+    s->nflows = 2;
+    s->mark_bytes = 1u << 30;
+    SR_CHECK_EQ(sr_cc_init(&s->f[0].cc, &cfg, 0), 0);
+    SR_CHECK_EQ(sr_cc_init(&s->f[1].cc, &cfg, 0), 0);
+    s->f[1].start_ns = 2000 * US; /* the second flow joins a full link */
+    uint64_t end = 40000 * US;
+    sim_run(s, end);
+    double share = (double)s->f[1].delivered / (double)s->delivered;
+    printf("  nscc, 2 flows: utilisation %.3f, second flow's share %.3f\n", sim_util(s, end),
+           share);
+    SR_CHECK(sim_util(s, end) > 0.95);
+    SR_CHECK(share > 0.4 && share < 0.6);
 }
 
 /* ---- pacer ---- */
@@ -695,6 +738,7 @@ int main(void)
     SR_RUN(test_nscc_pacing);
     SR_RUN(test_loop_dcqcn);
     SR_RUN(test_loop_nscc);
+    SR_RUN(test_loop_nscc_fair);
     SR_RUN(test_pacer);
     SR_RUN(test_parse_valid);
     SR_RUN(test_parse_invalid);
