@@ -1,0 +1,227 @@
+/* dcqcn.c: DCQCN (Zhu et al., "Congestion Control for Large-Scale RDMA
+ * Deployments", SIGCOMM 2015): the reaction point's rate machine on the
+ * sender, and the notification point's CNP decision on the receiver.
+ *
+ * Reaction point, per the paper's RP algorithm (sec. 3):
+ *   CNP:        Rt = Rc; Rc = Rc (1 - alpha/2); alpha = (1 - g) alpha + g;
+ *               timer, byte counter and both stage counts start over.
+ *   every K with no CNP:   alpha = (1 - g) alpha.
+ *   increase event (timer T expired, or B bytes sent):
+ *       both counts <= F:  fast recovery    Rc = (Rt + Rc) / 2
+ *       both counts >  F:  hyper increase   Rt += i R_HAI, i = min(counts) - F
+ *       otherwise:         additive increase Rt += R_AI
+ *       and after AI/HAI:  Rc = (Rt + Rc) / 2
+ * Rates are capped at the line rate and floored at the minimum rate. Until
+ * the first CNP the QP runs at line rate and no timer runs, as in hardware,
+ * whose rate limiter is attached at the first CNP; when the rate is back at
+ * line rate the limiter is released and the timers stop, so an idle or
+ * uncongested QP has no deadline. Alpha's decay over that quiet time is
+ * applied at the next CNP.
+ */
+#include <string.h>
+
+#include "sr_cc.h"
+
+static struct sr_cc_dcqcn *dq(struct sr_cc *cc)
+{
+    return &cc->u.dcqcn;
+}
+static const struct sr_cc_dcqcn *cdq(const struct sr_cc *cc)
+{
+    return &cc->u.dcqcn;
+}
+
+static uint64_t clamp_rate(const struct sr_cc_dcqcn *d, uint64_t r)
+{
+    if (r > d->line_rate_bps)
+        r = d->line_rate_bps;
+    if (r < d->p.min_rate_bps)
+        r = d->p.min_rate_bps;
+    return r;
+}
+
+static void apply_rate(struct sr_cc *cc)
+{
+    sr_cc_pacer_set_rate(&cc->pacer, dq(cc)->rc_bps);
+}
+
+static int dcqcn_init(struct sr_cc *cc, const struct sr_cc_cfg *cfg, uint64_t now_ns)
+{
+    struct sr_cc_dcqcn *d = dq(cc);
+    (void)now_ns;
+    if (!cfg->line_rate_bps)
+        return SR_ERR_INVAL;
+    memset(d, 0, sizeof(*d));
+    d->p = sr_cc_dcqcn_effective(cfg);
+    if (!d->p.alpha_timer_ns || !d->p.rate_timer_ns || !d->p.byte_counter)
+        return SR_ERR_INVAL;
+    d->line_rate_bps = cfg->line_rate_bps;
+    d->rc_bps = d->rt_bps = cfg->line_rate_bps;
+    d->alpha = d->p.alpha_init;
+    d->alpha_deadline_ns = d->rate_deadline_ns = SR_CC_NO_DEADLINE;
+    apply_rate(cc);
+    return 0;
+}
+
+static void dcqcn_fini(struct sr_cc *cc)
+{
+    memset(dq(cc), 0, sizeof(*dq(cc)));
+}
+
+static void increase(struct sr_cc *cc)
+{
+    struct sr_cc_dcqcn *d = dq(cc);
+    uint32_t f = d->p.fast_recovery_steps;
+    uint32_t lo = d->t_cnt < d->bc_cnt ? d->t_cnt : d->bc_cnt;
+    uint32_t hi = d->t_cnt < d->bc_cnt ? d->bc_cnt : d->t_cnt;
+    if (hi > f) {
+        if (lo > f)
+            d->rt_bps += (uint64_t)(lo - f) * d->p.rhai_bps;
+        else
+            d->rt_bps += d->p.rai_bps;
+        d->rt_bps = clamp_rate(d, d->rt_bps);
+    }
+    /* Rounded up: Rt >= Rc here, and a floor would leave Rc one bit per
+     * second short of the line rate for ever. */
+    d->rc_bps = clamp_rate(d, d->rt_bps / 2 + d->rc_bps / 2 + ((d->rt_bps | d->rc_bps) & 1));
+    if (d->rc_bps == d->line_rate_bps && d->rt_bps == d->line_rate_bps) {
+        d->limited = false;
+        d->alpha_resume_ns = d->alpha_deadline_ns;
+        d->alpha_deadline_ns = d->rate_deadline_ns = SR_CC_NO_DEADLINE;
+    }
+    apply_rate(cc);
+}
+
+static void dcqcn_on_sent(struct sr_cc *cc, uint32_t bytes, uint64_t now_ns)
+{
+    struct sr_cc_dcqcn *d = dq(cc);
+    (void)now_ns;
+    if (!d->limited)
+        return;
+    d->bytes_since_event += bytes;
+    /* One increase event per B bytes; a jumbo send can complete several. */
+    while (d->limited && d->bytes_since_event >= d->p.byte_counter) {
+        d->bytes_since_event -= d->p.byte_counter;
+        d->bc_cnt++;
+        increase(cc);
+    }
+}
+
+static void dcqcn_on_ack(struct sr_cc *cc, uint64_t acked_bytes, uint64_t rtt_ns, bool ecn_echo,
+                         uint64_t now_ns)
+{
+    /* DCQCN reacts to CNPs only; ACKs carry no congestion signal for it. */
+    (void)cc;
+    (void)acked_bytes;
+    (void)rtt_ns;
+    (void)ecn_echo;
+    (void)now_ns;
+}
+
+/* A stopped timer (SR_CC_NO_DEADLINE) is never due, even at the end of time. */
+static bool due(uint64_t deadline_ns, uint64_t now_ns)
+{
+    return deadline_ns != SR_CC_NO_DEADLINE && deadline_ns <= now_ns;
+}
+
+static void dcqcn_on_timer(struct sr_cc *cc, uint64_t now_ns)
+{
+    struct sr_cc_dcqcn *d = dq(cc);
+    /* Catch up period by period, so that a late call gives the same state
+     * as timely ones; events are ordered by their due time. */
+    while (due(d->alpha_deadline_ns, now_ns) || due(d->rate_deadline_ns, now_ns)) {
+        if (d->alpha_deadline_ns <= d->rate_deadline_ns) {
+            d->alpha = (1 - d->p.g) * d->alpha;
+            d->alpha_deadline_ns += d->p.alpha_timer_ns;
+        } else {
+            d->t_cnt++;
+            d->rate_deadline_ns += d->p.rate_timer_ns;
+            increase(cc);
+        }
+    }
+}
+
+static void dcqcn_on_cnp(struct sr_cc *cc, uint64_t now_ns)
+{
+    struct sr_cc_dcqcn *d = dq(cc);
+    /* Timers due at this instant come first: they belong to the past. */
+    dcqcn_on_timer(cc, now_ns);
+    if (d->cut_once && now_ns - d->last_cut_ns < d->p.decrease_interval_ns)
+        return;
+    if (d->cut_once && !d->limited) {
+        /* The decay periods that passed while released, until alpha is
+         * negligible (so a long quiet time costs a bounded loop). */
+        while (d->p.g > 0 && d->alpha > 1e-9 && d->alpha_resume_ns <= now_ns) {
+            d->alpha = (1 - d->p.g) * d->alpha;
+            d->alpha_resume_ns += d->p.alpha_timer_ns;
+        }
+    }
+    d->rt_bps = d->rc_bps;
+    d->rc_bps = clamp_rate(d, (uint64_t)((double)d->rc_bps * (1.0 - d->alpha / 2)));
+    d->alpha = (1 - d->p.g) * d->alpha + d->p.g;
+    d->cut_once = true;
+    d->limited = true;
+    d->last_cut_ns = now_ns;
+    d->t_cnt = d->bc_cnt = 0;
+    d->bytes_since_event = 0;
+    /* The alpha decay waits a full K without feedback; the increase timer
+     * starts over from the cut (paper, RP algorithm). */
+    d->alpha_deadline_ns = now_ns + d->p.alpha_timer_ns;
+    d->rate_deadline_ns = now_ns + d->p.rate_timer_ns;
+    apply_rate(cc);
+}
+
+static uint64_t dcqcn_deadline(const struct sr_cc *cc)
+{
+    const struct sr_cc_dcqcn *d = cdq(cc);
+    return d->alpha_deadline_ns < d->rate_deadline_ns ? d->alpha_deadline_ns : d->rate_deadline_ns;
+}
+
+static uint64_t dcqcn_window(const struct sr_cc *cc)
+{
+    /* Rate-based: the window stays the engine's. */
+    (void)cc;
+    return 0;
+}
+
+static uint64_t dcqcn_rate(const struct sr_cc *cc)
+{
+    return cdq(cc)->rc_bps;
+}
+
+const struct sr_cc_ops sr_cc_dcqcn_ops = {
+    .name = "dcqcn",
+    .init = dcqcn_init,
+    .fini = dcqcn_fini,
+    .on_sent = dcqcn_on_sent,
+    .on_ack = dcqcn_on_ack,
+    .on_cnp = dcqcn_on_cnp,
+    .on_timer = dcqcn_on_timer,
+    .next_deadline = dcqcn_deadline,
+    .window_bytes = dcqcn_window,
+    .rate_bps = dcqcn_rate,
+};
+
+double sr_cc_dcqcn_alpha(const struct sr_cc *cc)
+{
+    return cc->ops == &sr_cc_dcqcn_ops ? cdq(cc)->alpha : 0;
+}
+
+uint64_t sr_cc_dcqcn_target_bps(const struct sr_cc *cc)
+{
+    return cc->ops == &sr_cc_dcqcn_ops ? cdq(cc)->rt_bps : 0;
+}
+
+/* ---- notification point ---- */
+
+bool sr_cc_np_on_ce(struct sr_cc_np *np, const struct sr_cc_np_params *p, uint64_t now_ns)
+{
+    /* Paper, NP algorithm: at most one CNP per N (50 us) per flow; softrdma's
+     * flow is the QP. The CNP itself is IBA Annex A17.9's (BTH opcode 0x81,
+     * 16 reserved bytes), encoded by sr_wire. */
+    if (np->sent && now_ns - np->last_cnp_ns < p->cnp_interval_ns)
+        return false;
+    np->sent = true;
+    np->last_cnp_ns = now_ns;
+    return true;
+}

@@ -1,0 +1,746 @@
+/* cc_test.c: congestion control with explicit time: the DCQCN reaction
+ * point (alpha, cuts, recovery stages, floor), the notification point's CNP
+ * spacing, the NSCC-style window, pacing and the SOFTRDMA_CC parser. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "sr_cc.h"
+#include "sr_test.h"
+#include "sr_util.h"
+
+#define US  1000ull
+#define G40 40000000000ull
+
+static const double g = 1.0 / 256;
+
+static int close_to(double a, double b)
+{
+    return fabs(a - b) <= 1e-12 * (fabs(a) + fabs(b) + 1);
+}
+
+static void dcqcn_cfg(struct sr_cc_cfg *cfg)
+{
+    sr_cc_cfg_default(cfg, G40);
+    cfg->algo = SR_CC_DCQCN;
+}
+
+/* ---- none ---- */
+
+static void test_none(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    sr_cc_cfg_default(&cfg, G40);
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    sr_cc_on_sent(&cc, 4096, 10);
+    sr_cc_on_cnp(&cc, 20);
+    sr_cc_on_ack(&cc, 4096, 5000, true, 30);
+    SR_CHECK_EQ(sr_cc_send_allowed(&cc, 4096, 30), 0);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 0);
+    SR_CHECK_EQ(sr_cc_next_deadline(&cc), SR_CC_NO_DEADLINE);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), 0);
+    sr_cc_fini(&cc);
+}
+
+static void test_init_rejects(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    sr_cc_cfg_default(&cfg, G40);
+    cfg.algo = (enum sr_cc_algo)7;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), SR_ERR_INVAL);
+    sr_cc_cfg_default(&cfg, 0);
+    cfg.algo = SR_CC_DCQCN; /* no line rate to start from */
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), SR_ERR_INVAL);
+    /* a failed init leaves a harmless "none" behind */
+    SR_CHECK_EQ(sr_cc_send_allowed(&cc, 4096, 0), 0);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 0);
+    sr_cc_cfg_default(&cfg, G40);
+    cfg.algo = SR_CC_NSCC;
+    cfg.nscc.min_wnd = 1 << 20;
+    cfg.nscc.max_wnd = 1 << 16;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), SR_ERR_INVAL);
+    cfg.nscc.min_wnd = 0;
+    cfg.nscc.max_wnd = 0;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 64 * 4096);
+}
+
+/* ---- DCQCN reaction point ---- */
+
+static void test_dcqcn_alpha(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    dcqcn_cfg(&cfg);
+    cfg.dcqcn.alpha_init = 0.5;
+    /* A slow rate timer keeps the limiter engaged over the whole test. */
+    cfg.dcqcn.rate_timer_ns = 100000 * US;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    SR_CHECK(close_to(sr_cc_dcqcn_alpha(&cc), 0.5));
+    SR_CHECK_EQ(sr_cc_next_deadline(&cc), SR_CC_NO_DEADLINE); /* nothing runs before a CNP */
+
+    /* CNP: alpha = (1 - g) alpha + g, and the decay waits a full K. */
+    uint64_t t = 1000;
+    sr_cc_on_cnp(&cc, t);
+    double a = (1 - g) * 0.5 + g;
+    SR_CHECK(close_to(sr_cc_dcqcn_alpha(&cc), a));
+    SR_CHECK_EQ(sr_cc_next_deadline(&cc), t + 55 * US);
+    sr_cc_on_timer(&cc, t + 55 * US - 1);
+    SR_CHECK(close_to(sr_cc_dcqcn_alpha(&cc), a));
+
+    /* Ten quiet periods: ten decays, each a factor (1 - g); a late call
+     * catches up exactly as timely ones would. */
+    sr_cc_on_timer(&cc, t + 55 * US);
+    a *= 1 - g;
+    SR_CHECK(close_to(sr_cc_dcqcn_alpha(&cc), a));
+    SR_CHECK_EQ(sr_cc_next_deadline(&cc), t + 110 * US);
+    sr_cc_on_timer(&cc, t + 550 * US + 10);
+    for (int i = 0; i < 9; i++)
+        a *= 1 - g;
+    SR_CHECK(close_to(sr_cc_dcqcn_alpha(&cc), a));
+
+    /* With a CNP in every period alpha climbs: each CNP adds g after the
+     * decay that was due. */
+    t += 600 * US;
+    for (int i = 0; i < 8; i++, t += 60 * US) {
+        sr_cc_on_cnp(&cc, t);
+        a = (1 - g) * a + g;
+        SR_CHECK(close_to(sr_cc_dcqcn_alpha(&cc), a));
+        SR_CHECK_EQ(sr_cc_next_deadline(&cc), t + 55 * US);
+        /* the period elapses without a CNP before the next one (at +60) */
+        sr_cc_on_timer(&cc, t + 55 * US);
+        a *= 1 - g;
+        SR_CHECK(close_to(sr_cc_dcqcn_alpha(&cc), a));
+    }
+}
+
+static void test_dcqcn_cut_once_per_interval(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    dcqcn_cfg(&cfg);
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), G40);
+
+    /* alpha = 1: Rc = Rc (1 - 1/2), Rt = old Rc. */
+    sr_cc_on_cnp(&cc, 1000);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), G40 / 2);
+    SR_CHECK_EQ(sr_cc_dcqcn_target_bps(&cc), G40);
+    /* Within the 50 us decrease interval: nothing changes, not even alpha. */
+    sr_cc_on_cnp(&cc, 1000 + 10 * US);
+    sr_cc_on_cnp(&cc, 1000 + 50 * US - 1);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), G40 / 2);
+    SR_CHECK_EQ(sr_cc_dcqcn_target_bps(&cc), G40);
+    SR_CHECK(close_to(sr_cc_dcqcn_alpha(&cc), 1.0));
+    /* At the interval: the next cut. */
+    sr_cc_on_cnp(&cc, 1000 + 50 * US);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), G40 / 4);
+    SR_CHECK_EQ(sr_cc_dcqcn_target_bps(&cc), G40 / 2);
+
+    /* A shorter interval is honoured. */
+    cfg.dcqcn.decrease_interval_ns = 4 * US;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    sr_cc_on_cnp(&cc, 0);
+    sr_cc_on_cnp(&cc, 4 * US);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), G40 / 4);
+}
+
+enum step { FR, AI, HAI1, HAI2 };
+
+/* One increase event (a timer expiry when timer, else byte_counter bytes
+ * sent) and the stage it must be, checked on Rt and Rc. */
+static void expect_step(struct sr_cc *cc, bool timer, uint64_t *t, enum step kind, int row)
+{
+    uint64_t rt = sr_cc_dcqcn_target_bps(cc), rc = sr_cc_rate_bps(cc);
+    if (timer) {
+        SR_CHECK(sr_cc_next_deadline(cc) != SR_CC_NO_DEADLINE);
+        if (sr_cc_next_deadline(cc) != SR_CC_NO_DEADLINE)
+            *t = sr_cc_next_deadline(cc);
+        sr_cc_on_timer(cc, *t);
+    } else {
+        sr_cc_on_sent(cc, 1000000, *t);
+    }
+    uint64_t want_rt = rt;
+    if (kind == AI)
+        want_rt = rt + G40 / 1000; /* R_AI: 40 Mb/s at 40 Gb/s */
+    else if (kind == HAI1)
+        want_rt = rt + 10 * (G40 / 1000); /* R_HAI = 10 R_AI */
+    else if (kind == HAI2)
+        want_rt = rt + 2 * 10 * (G40 / 1000);
+    if (sr_cc_dcqcn_target_bps(cc) != want_rt || sr_cc_rate_bps(cc) != (want_rt + rc + 1) / 2)
+        fprintf(stderr, "step row %d\n", row);
+    SR_CHECK_EQ(sr_cc_dcqcn_target_bps(cc), want_rt);
+    SR_CHECK_EQ(sr_cc_rate_bps(cc), (want_rt + rc + 1) / 2);
+}
+
+static void test_dcqcn_recovery_stages(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    dcqcn_cfg(&cfg);
+    cfg.dcqcn.byte_counter = 1000000;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    /* Two cuts put Rt below the line, so additive steps show. */
+    sr_cc_on_cnp(&cc, 0);
+    sr_cc_on_cnp(&cc, 50 * US);
+    SR_CHECK_EQ(sr_cc_dcqcn_target_bps(&cc), G40 / 2);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), G40 / 4);
+    uint64_t t = 50 * US;
+    SR_CHECK_EQ(sr_cc_next_deadline(&cc), t + 55 * US);
+
+    /* Timer alone: F = 5 fast-recovery steps, then additive increase. */
+    for (int i = 0; i < 5; i++)
+        expect_step(&cc, true, &t, FR, i);
+    expect_step(&cc, true, &t, AI, 5);
+    SR_CHECK_EQ(t, 50 * US + 6 * 55 * US);
+    /* Bytes now: the byte counter's own five stay additive (the timer is
+     * past F); its sixth puts both past F: hyper, i = 1. */
+    for (int i = 0; i < 5; i++)
+        expect_step(&cc, false, &t, AI, 10 + i);
+    expect_step(&cc, false, &t, HAI1, 15);
+    /* T = 7, BC = 6: i = min - F = 1; then BC = 7: i = 2. */
+    expect_step(&cc, true, &t, HAI1, 16);
+    expect_step(&cc, false, &t, HAI2, 17);
+
+    /* A CNP starts the stages over: fast recovery again. */
+    t += 1;
+    sr_cc_on_cnp(&cc, t);
+    expect_step(&cc, false, &t, FR, 20);
+    expect_step(&cc, true, &t, FR, 21);
+
+    /* Bytes below the counter are no event. */
+    uint64_t rc = sr_cc_rate_bps(&cc);
+    sr_cc_on_sent(&cc, 999999, t);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), rc);
+    sr_cc_on_sent(&cc, 1, t);
+    SR_CHECK(sr_cc_rate_bps(&cc) > rc);
+}
+
+static void test_dcqcn_release_and_lazy_alpha(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    dcqcn_cfg(&cfg);
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    sr_cc_on_cnp(&cc, 0); /* alpha 1 -> 1, Rc = 20G */
+    /* Recovery back to the line rate releases the limiter: no deadline. */
+    uint64_t t = 0;
+    int events = 0;
+    while (sr_cc_next_deadline(&cc) != SR_CC_NO_DEADLINE && events < 1000) {
+        t = sr_cc_next_deadline(&cc);
+        sr_cc_on_timer(&cc, t);
+        events++;
+    }
+    SR_CHECK(events < 1000);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), G40);
+    /* Stopped timers stay stopped, even at the last representable time. */
+    sr_cc_on_timer(&cc, SR_CC_NO_DEADLINE);
+    SR_CHECK_EQ(sr_cc_next_deadline(&cc), SR_CC_NO_DEADLINE);
+    /* Alpha decayed once per 55 us up to the release, and keeps decaying
+     * while released: a CNP at 100 alpha periods after the first cut cuts
+     * with alpha (1 - g)^100. */
+    double a = 1.0;
+    for (int i = 0; i < 100; i++)
+        a *= 1 - g;
+    sr_cc_on_cnp(&cc, 100 * 55 * US);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), (uint64_t)((double)G40 * (1 - a / 2)));
+}
+
+static void test_dcqcn_min_rate(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    dcqcn_cfg(&cfg);
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    /* Twelve halvings would reach 40G / 4096 < 40 Mb/s: the floor holds. */
+    for (int i = 0; i < 12; i++)
+        sr_cc_on_cnp(&cc, (uint64_t)i * 50 * US);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), G40 / 1000);
+    /* and paces at it: 1000 bytes at 40 Mb/s take 200 us */
+    uint64_t t = 12 * 50 * US;
+    SR_CHECK_EQ(sr_cc_send_allowed(&cc, 1000, t), 0);
+    sr_cc_on_sent(&cc, 1000, t);
+    SR_CHECK_EQ(sr_cc_send_allowed(&cc, 1000, t), t + 200 * US);
+
+    /* A configured floor */
+    cfg.dcqcn.min_rate_bps = 5000000000ull;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    for (int i = 0; i < 5; i++)
+        sr_cc_on_cnp(&cc, (uint64_t)i * 50 * US);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), 5000000000ull);
+}
+
+/* ---- notification point ---- */
+
+static void test_np_cnp_spacing(void)
+{
+    struct sr_cc_np_params p = {.cnp_interval_ns = 50 * US};
+    struct sr_cc_np a = {0}, b = {0};
+    SR_CHECK(sr_cc_np_on_ce(&a, &p, 0)); /* the first CE at time 0 counts */
+    SR_CHECK(!sr_cc_np_on_ce(&a, &p, 10 * US));
+    SR_CHECK(sr_cc_np_on_ce(&b, &p, 10 * US)); /* per QP */
+    SR_CHECK(!sr_cc_np_on_ce(&a, &p, 50 * US - 1));
+    SR_CHECK(sr_cc_np_on_ce(&a, &p, 50 * US));
+    SR_CHECK(!sr_cc_np_on_ce(&b, &p, 59 * US));
+    SR_CHECK(sr_cc_np_on_ce(&b, &p, 60 * US));
+    SR_CHECK(!sr_cc_np_on_ce(&a, &p, 99 * US));
+    SR_CHECK(sr_cc_np_on_ce(&a, &p, 1000 * US));
+    /* Interval 0: a CNP for every CE. */
+    struct sr_cc_np_params every = {.cnp_interval_ns = 0};
+    struct sr_cc_np c = {0};
+    SR_CHECK(sr_cc_np_on_ce(&c, &every, 5));
+    SR_CHECK(sr_cc_np_on_ce(&c, &every, 5));
+}
+
+/* ---- NSCC-style window ---- */
+
+static void nscc_cfg(struct sr_cc_cfg *cfg)
+{
+    sr_cc_cfg_default(cfg, G40);
+    cfg->algo = SR_CC_NSCC;
+    cfg->nscc.base_rtt_ns = 10 * US;
+}
+
+static void test_nscc_below_target(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    nscc_cfg(&cfg);
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    uint64_t w = 64 * 4096;
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* No queueing: proportional increase, gain 1/4 of the ACK, plus fair. */
+    sr_cc_on_ack(&cc, 4096, 10 * US, false, 10 * US);
+    w += 1024;
+    w += 4096ull * 4096 / w;
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* Half the target: half as much. */
+    sr_cc_on_ack(&cc, 4096, 15 * US, false, 20 * US);
+    w += 512;
+    w += 4096ull * 4096 / w;
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* ECN below the target: the fair increase alone. */
+    sr_cc_on_ack(&cc, 4096, 15 * US, true, 30 * US);
+    w += 4096ull * 4096 / w;
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* At exactly the target: no proportional part. */
+    sr_cc_on_ack(&cc, 4096, 20 * US, false, 40 * US);
+    w += 4096ull * 4096 / w;
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* Growth stops at max_wnd. */
+    for (int i = 0; i < 10000; i++)
+        sr_cc_on_ack(&cc, 65536, 10 * US, false, 50 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 2048ull * 4096);
+}
+
+static void test_nscc_above_target(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    nscc_cfg(&cfg);
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    uint64_t w = 64 * 4096;
+    /* 30 us queueing, 10 us target: 0.8 x 20/30 = 0.53 is capped at 0.5. */
+    sr_cc_on_ack(&cc, 4096, 40 * US, true, 100 * US);
+    w /= 2;
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* Within one RTT (srtt 40 us): no second cut. */
+    sr_cc_on_ack(&cc, 4096, 40 * US, true, 139 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* srtt now 40 us; a later ACK with 15 us queueing: 0.8 x 5/15, without
+     * ECN too (delay alone is enough). */
+    sr_cc_on_ack(&cc, 4096, 25 * US, false, 140 * US);
+    w = (uint64_t)((double)w * (1.0 - 0.8 * 5.0 / 15.0));
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* Cuts stop at min_wnd (one MTU). */
+    for (int i = 0; i < 100; i++)
+        sr_cc_on_ack(&cc, 4096, 100 * US, true, 200 * US + (uint64_t)i * 1000 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 4096);
+}
+
+static void test_nscc_ecn_without_rtt_and_base(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    sr_cc_cfg_default(&cfg, G40);
+    cfg.algo = SR_CC_NSCC; /* base RTT learnt from the samples */
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    /* A CNP before any RTT sample: the largest cut. */
+    sr_cc_on_cnp(&cc, 5);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 32 * 4096);
+    /* First sample 8 us is the base: no queueing, the whole proportional step. */
+    sr_cc_on_ack(&cc, 4096, 8 * US, false, 10 * US);
+    uint64_t w = 32 * 4096 + 1024;
+    w += 4096ull * 4096 / w;
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* 8 + 30 us: above target against the learnt base -> cut. */
+    sr_cc_on_ack(&cc, 4096, 38 * US, false, 100 * US);
+    SR_CHECK(sr_cc_window_bytes(&cc) < w);
+}
+
+static void test_nscc_pacing(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    nscc_cfg(&cfg);
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), 0);     /* no srtt yet: not paced */
+    sr_cc_on_ack(&cc, 0, 20 * US, false, 0); /* at target: window unchanged */
+    uint64_t w = 64 * 4096;
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* window / srtt: 262144 B per 20 us = 104.8576 Gb/s, above the line: 40G */
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), G40);
+    cfg.line_rate_bps = 200000000000ull;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    sr_cc_on_ack(&cc, 0, 20 * US, false, 0);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), w * 8 * 1000000000 / (20 * US));
+    /* One window leaves in one srtt. */
+    uint64_t t = 1000;
+    for (uint64_t sent = 0; sent < w; sent += 4096) {
+        uint64_t at = sr_cc_send_allowed(&cc, 4096, t);
+        if (at)
+            t = at;
+        SR_CHECK_EQ(sr_cc_send_allowed(&cc, 4096, t), 0);
+        sr_cc_on_sent(&cc, 4096, t);
+    }
+    SR_CHECK_EQ(sr_cc_send_allowed(&cc, 4096, t), 1000 + 20 * US);
+    cfg.nscc.pace = false;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    sr_cc_on_ack(&cc, 0, 20 * US, false, 0);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), 0);
+}
+
+/* ---- closed loop: senders sharing one bottleneck ----
+ *
+ * Backlogged senders of 4096 B packets into a FIFO bottleneck of 10 Gb/s
+ * that marks CE when more than mark_bytes wait (a step marker), 2 us of
+ * propagation each way. Each receiver's NP turns marks into CNPs; ACKs
+ * (one per packet) echo the mark and carry the RTT. Time advances in 100 ns
+ * ticks; the bottleneck is exact (each packet's departure is computed). */
+
+#define SIM_PKT    4096u
+#define SIM_RATE   10000000000ull
+#define SIM_PROP   (2 * US)
+#define SIM_EVENTS 16384u
+#define SIM_FLOWS  2
+
+struct sim_ev {
+    uint64_t at;
+    uint64_t sent_at;
+    bool ce;
+};
+
+struct sim_flow {
+    struct sr_cc cc;
+    uint64_t start_ns;
+    struct sim_ev acks[SIM_EVENTS], cnps[SIM_EVENTS]; /* rings, in time order */
+    unsigned ack_head, ack_tail, cnp_head, cnp_tail;
+    struct sr_cc_np np;
+    uint64_t inflight;
+    uint64_t delivered; /* over the second half */
+};
+
+struct sim {
+    uint64_t link_free_ns; /* when the bottleneck finishes its queue */
+    uint64_t mark_bytes;
+    unsigned nflows;
+    struct sim_flow f[SIM_FLOWS];
+    /* measured over the second half */
+    uint64_t delivered, max_queue, qdelay_sum, qdelay_cnt;
+};
+
+static uint64_t sim_tx_ns(uint64_t bytes)
+{
+    return bytes * 8 * 1000000000ull / SIM_RATE;
+}
+
+static void sim_flow_step(struct sim *s, struct sim_flow *f, uint64_t t, bool measure)
+{
+    struct sr_cc *cc = &f->cc;
+    struct sr_cc_np_params npp = {.cnp_interval_ns = 50 * US};
+    if (t < f->start_ns)
+        return;
+    if (sr_cc_next_deadline(cc) <= t)
+        sr_cc_on_timer(cc, t);
+    while (f->cnp_head != f->cnp_tail && f->cnps[f->cnp_head % SIM_EVENTS].at <= t) {
+        sr_cc_on_cnp(cc, t);
+        f->cnp_head++;
+    }
+    while (f->ack_head != f->ack_tail && f->acks[f->ack_head % SIM_EVENTS].at <= t) {
+        struct sim_ev *e = &f->acks[f->ack_head++ % SIM_EVENTS];
+        f->inflight -= SIM_PKT;
+        sr_cc_on_ack(cc, SIM_PKT, t - e->sent_at, e->ce, t);
+    }
+    uint64_t wnd = sr_cc_window_bytes(cc);
+    while (sr_cc_send_allowed(cc, SIM_PKT, t) == 0 && (!wnd || f->inflight + SIM_PKT <= wnd) &&
+           f->ack_tail - f->ack_head < SIM_EVENTS) {
+        uint64_t queued =
+            s->link_free_ns > t ? (s->link_free_ns - t) * SIM_RATE / 8000000000ull : 0;
+        uint64_t start = s->link_free_ns > t ? s->link_free_ns : t;
+        s->link_free_ns = start + sim_tx_ns(SIM_PKT);
+        bool ce = queued > s->mark_bytes;
+        uint64_t arrive = s->link_free_ns + SIM_PROP;
+        if (measure) {
+            s->delivered += SIM_PKT;
+            f->delivered += SIM_PKT;
+            s->max_queue = SR_MAX(s->max_queue, queued);
+            s->qdelay_sum += start - t;
+            s->qdelay_cnt++;
+        }
+        f->acks[f->ack_tail++ % SIM_EVENTS] =
+            (struct sim_ev){.at = arrive + SIM_PROP, .sent_at = t, .ce = ce};
+        if (ce && sr_cc_np_on_ce(&f->np, &npp, arrive) && f->cnp_tail - f->cnp_head < SIM_EVENTS)
+            f->cnps[f->cnp_tail++ % SIM_EVENTS] = (struct sim_ev){.at = arrive + SIM_PROP};
+        f->inflight += SIM_PKT;
+        sr_cc_on_sent(cc, SIM_PKT, t);
+        wnd = sr_cc_window_bytes(cc);
+    }
+}
+
+static void sim_run(struct sim *s, uint64_t end_ns)
+{
+    for (uint64_t t = 0; t < end_ns; t += 100)
+        for (unsigned i = 0; i < s->nflows; i++) /* alternate who goes first */
+            sim_flow_step(s, &s->f[(i + t / 100) % s->nflows], t, t >= end_ns / 2);
+}
+
+static double sim_util(const struct sim *s, uint64_t end_ns)
+{
+    return (double)s->delivered * 8 / ((double)(end_ns / 2) * 1e-9) / SIM_RATE;
+}
+
+static struct sim sim_state;
+
+static void test_loop_dcqcn(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sim *s = &sim_state;
+    dcqcn_cfg(&cfg); /* a 40 Gb/s sender into a 10 Gb/s bottleneck */
+    memset(s, 0, sizeof(*s));
+    s->nflows = 1;
+    SR_CHECK_EQ(sr_cc_init(&s->f[0].cc, &cfg, 0), 0);
+    s->mark_bytes = 100 * 1024;
+    uint64_t end = 40000 * US;
+    sim_run(s, end);
+    double util = sim_util(s, end);
+    printf("  dcqcn: utilisation %.3f, max queue %llu B, rate %.2f Gb/s\n", util,
+           (unsigned long long)s->max_queue, (double)sr_cc_rate_bps(&s->f[0].cc) / 1e9);
+    SR_CHECK(util > 0.9 && util <= 1.0);
+    /* marks start at 100 KiB; the CNP loop keeps the queue within 2.5 x that */
+    SR_CHECK(s->max_queue < 256 * 1024);
+}
+
+static void test_loop_nscc(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sim *s = &sim_state;
+    nscc_cfg(&cfg);
+    cfg.nscc.base_rtt_ns = 0; /* learnt: 4 us + one packet's serialisation */
+    memset(s, 0, sizeof(*s));
+    s->nflows = 1;
+    SR_CHECK_EQ(sr_cc_init(&s->f[0].cc, &cfg, 0), 0);
+    s->mark_bytes = 1u << 30; /* no ECN: delay alone */
+    uint64_t end = 20000 * US;
+    sim_run(s, end);
+    double util = sim_util(s, end);
+    double qd = (double)s->qdelay_sum / (double)s->qdelay_cnt;
+    printf("  nscc: utilisation %.3f, mean queueing %.0f ns, max queue %llu B, window %llu B\n",
+           util, qd, (unsigned long long)s->max_queue,
+           (unsigned long long)sr_cc_window_bytes(&s->f[0].cc));
+    SR_CHECK(util > 0.95 && util <= 1.0);
+    /* the queue sits near the 10 us target, not at the 8 MiB window limit */
+    SR_CHECK(qd > 5 * US && qd < 15 * US);
+}
+
+static void test_loop_nscc_fair(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sim *s = &sim_state;
+    nscc_cfg(&cfg);
+    cfg.nscc.base_rtt_ns = 0;
+    memset(s, 0, sizeof(*s));
+    s->nflows = 2;
+    s->mark_bytes = 1u << 30;
+    SR_CHECK_EQ(sr_cc_init(&s->f[0].cc, &cfg, 0), 0);
+    SR_CHECK_EQ(sr_cc_init(&s->f[1].cc, &cfg, 0), 0);
+    s->f[1].start_ns = 2000 * US; /* the second flow joins a full link */
+    uint64_t end = 40000 * US;
+    sim_run(s, end);
+    double share = (double)s->f[1].delivered / (double)s->delivered;
+    printf("  nscc, 2 flows: utilisation %.3f, second flow's share %.3f\n", sim_util(s, end),
+           share);
+    SR_CHECK(sim_util(s, end) > 0.95);
+    SR_CHECK(share > 0.4 && share < 0.6);
+}
+
+/* ---- pacer ---- */
+
+static void test_pacer(void)
+{
+    struct sr_cc_pacer pc = {0};
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&pc, 0), 0);
+    sr_cc_pacer_sent(&pc, 4096, 0); /* unpaced: no gap */
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&pc, 0), 0);
+
+    /* 4096 B at 10 Gb/s: 3276.8 ns apart, never rounded away. */
+    sr_cc_pacer_set_rate(&pc, 10000000000ull);
+    uint64_t t = 1000;
+    sr_cc_pacer_sent(&pc, 4096, t);
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&pc, t), 4277); /* 4276.8 rounded up */
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&pc, 4276), 4277);
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&pc, 4277), 0);
+    for (int i = 1; i < 1000; i++) {
+        t = sr_cc_pacer_allowed(&pc, t);
+        SR_CHECK(t != 0);
+        sr_cc_pacer_sent(&pc, 4096, t);
+    }
+    /* 1000 packets: the next slot is 1000 x 3276.8 ns after the first. */
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&pc, t), 1000 + 3276800);
+
+    /* Idle time earns no burst: after a pause the gap starts from now. */
+    t = 10000000;
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&pc, t), 0);
+    sr_cc_pacer_sent(&pc, 4096, t);
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&pc, t), t + 3277);
+    /* A rate change applies from the next packet: 1 Gb/s, 32768 ns. */
+    sr_cc_pacer_set_rate(&pc, 1000000000ull);
+    t = sr_cc_pacer_allowed(&pc, t);
+    sr_cc_pacer_sent(&pc, 4096, t);
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&pc, t), 10000000 + 3277 + 32768);
+}
+
+/* ---- parser ---- */
+
+static void test_parse_valid(void)
+{
+    struct sr_cc_cfg cfg = {0};
+    char err[160];
+    SR_CHECK_EQ(sr_cc_parse("none", &cfg, err, sizeof(err)), 0);
+    SR_CHECK_EQ(cfg.algo, SR_CC_NONE);
+    SR_CHECK_EQ(cfg.line_rate_bps, 10000000000ull);
+
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.line_rate_bps = G40;
+    SR_CHECK_EQ(sr_cc_parse("dcqcn", &cfg, err, sizeof(err)), 0);
+    SR_CHECK_EQ(cfg.algo, SR_CC_DCQCN);
+    struct sr_cc_dcqcn_params p = sr_cc_dcqcn_effective(&cfg);
+    SR_CHECK(close_to(p.g, 1.0 / 256));
+    SR_CHECK_EQ(p.alpha_timer_ns, 55 * US);
+    SR_CHECK_EQ(p.rate_timer_ns, 55 * US);
+    SR_CHECK_EQ(p.byte_counter, 10u * 1024 * 1024);
+    SR_CHECK_EQ(p.fast_recovery_steps, 5);
+    SR_CHECK_EQ(p.rai_bps, 40000000);
+    SR_CHECK_EQ(p.rhai_bps, 400000000);
+    SR_CHECK_EQ(cfg.np.cnp_interval_ns, 50 * US);
+
+    SR_CHECK_EQ(sr_cc_parse("dcqcn,g=1/16,rai_mbps=5,rhai_mbps=50,rate_timer_us=300,"
+                            "byte_counter=150000,fast_recovery=3,min_rate_mbps=100,"
+                            "line_rate_mbps=100000,cnp_interval_us=4,alpha_init=0.25",
+                            &cfg, err, sizeof(err)),
+                0);
+    p = sr_cc_dcqcn_effective(&cfg);
+    SR_CHECK(close_to(p.g, 1.0 / 16));
+    SR_CHECK(close_to(p.alpha_init, 0.25));
+    SR_CHECK_EQ(p.rai_bps, 5000000);
+    SR_CHECK_EQ(p.rhai_bps, 50000000);
+    SR_CHECK_EQ(p.rate_timer_ns, 300 * US);
+    SR_CHECK_EQ(p.byte_counter, 150000);
+    SR_CHECK_EQ(p.fast_recovery_steps, 3);
+    SR_CHECK_EQ(p.min_rate_bps, 100000000);
+    SR_CHECK_EQ(cfg.line_rate_bps, 100000000000ull);
+    SR_CHECK_EQ(cfg.np.cnp_interval_ns, 4 * US);
+
+    /* Derived rates follow a configured line rate, whatever the order. */
+    SR_CHECK_EQ(sr_cc_parse("dcqcn,line_rate_mbps=100000", &cfg, err, sizeof(err)), 0);
+    SR_CHECK_EQ(sr_cc_dcqcn_effective(&cfg).rai_bps, 100000000);
+
+    SR_CHECK_EQ(sr_cc_parse("nscc,target_us=20,base_rtt_us=8,pace=0,md_beta=0.5,mtu=1024", &cfg,
+                            err, sizeof(err)),
+                0);
+    SR_CHECK_EQ(cfg.algo, SR_CC_NSCC);
+    SR_CHECK_EQ(cfg.nscc.target_qdelay_ns, 20 * US);
+    SR_CHECK_EQ(cfg.nscc.base_rtt_ns, 8 * US);
+    SR_CHECK(!cfg.nscc.pace);
+    SR_CHECK(close_to(cfg.nscc.md_beta, 0.5));
+    SR_CHECK_EQ(sr_cc_nscc_effective(&cfg).init_wnd, 64 * 1024);
+    /* and the parsed configuration runs */
+    struct sr_cc cc;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 64 * 1024);
+}
+
+static void test_parse_invalid(void)
+{
+    static const struct {
+        const char *spec;
+        const char *in_err; /* the message names the culprit */
+    } rows[] = {
+        {"", "unknown algorithm"},
+        {"reno", "'reno'"},
+        {"DCQCN", "'DCQCN'"},
+        {"dcqcn,foo=1", "'foo'"},
+        {"dcqcn,target_us=5", "is for nscc"},
+        {"none,g=1/2", "is for dcqcn"},
+        {"nscc,rai_mbps=5", "is for dcqcn"},
+        {"dcqcn,g=2", "for g"},
+        {"dcqcn,g=1/0", "for g"},
+        {"dcqcn,g=x", "for g"},
+        {"dcqcn,rai_mbps=-1", "for rai_mbps"},
+        {"dcqcn,rai_mbps=12x", "for rai_mbps"},
+        {"dcqcn,rai_mbps=99999999999999999999", "for rai_mbps"},
+        {"dcqcn,rai_mbps=99999999999999", "for rai_mbps"}, /* x 1e6 overflows */
+        {"dcqcn,fast_recovery=4294967296", "for fast_recovery"},
+        {"dcqcn,rai_mbps", "not param=value"},
+        {"dcqcn,=3", "not param=value"},
+        {"dcqcn,rai_mbps=", "not param=value"},
+        {"nscc,pace=yes", "for pace"},
+        {"dcqcn,rate_timer_us=0", "positive"},
+        {"dcqcn,line_rate_mbps=0", "positive"},
+        {"nscc,target_us=0", "positive"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct sr_cc_cfg cfg;
+        sr_cc_cfg_default(&cfg, G40);
+        cfg.algo = SR_CC_NSCC;
+        char err[160] = "";
+        sr_test_ctx = rows[i].spec;
+        SR_CHECK_EQ(sr_cc_parse(rows[i].spec, &cfg, err, sizeof(err)), SR_ERR_INVAL);
+        SR_CHECK(strstr(err, rows[i].in_err) != NULL);
+        if (!strstr(err, rows[i].in_err))
+            fprintf(stderr, "  message: %s\n", err);
+        SR_CHECK_EQ(cfg.algo, SR_CC_NSCC); /* untouched on error */
+        SR_CHECK_EQ(cfg.line_rate_bps, G40);
+    }
+    sr_test_ctx = "test_parse_invalid";
+    struct sr_cc_cfg cfg;
+    sr_cc_cfg_default(&cfg, G40);
+    SR_CHECK_EQ(sr_cc_parse(NULL, &cfg, NULL, 0), SR_ERR_INVAL);
+    char longspec[600];
+    memset(longspec, 'a', sizeof(longspec) - 1);
+    longspec[sizeof(longspec) - 1] = '\0';
+    SR_CHECK_EQ(sr_cc_parse(longspec, &cfg, NULL, 0), SR_ERR_INVAL);
+}
+
+int main(void)
+{
+    SR_RUN(test_none);
+    SR_RUN(test_init_rejects);
+    SR_RUN(test_dcqcn_alpha);
+    SR_RUN(test_dcqcn_cut_once_per_interval);
+    SR_RUN(test_dcqcn_recovery_stages);
+    SR_RUN(test_dcqcn_release_and_lazy_alpha);
+    SR_RUN(test_dcqcn_min_rate);
+    SR_RUN(test_np_cnp_spacing);
+    SR_RUN(test_nscc_below_target);
+    SR_RUN(test_nscc_above_target);
+    SR_RUN(test_nscc_ecn_without_rtt_and_base);
+    SR_RUN(test_nscc_pacing);
+    SR_RUN(test_loop_dcqcn);
+    SR_RUN(test_loop_nscc);
+    SR_RUN(test_loop_nscc_fair);
+    SR_RUN(test_pacer);
+    SR_RUN(test_parse_valid);
+    SR_RUN(test_parse_invalid);
+    return SR_TEST_RESULT();
+}
