@@ -130,48 +130,27 @@ static double sw_rand01(struct sw *sw)
     return (double)((sw->rng * 2685821657736338717ull) >> 11) / 9007199254740992.0;
 }
 
-static int sw_parse_size(const char *s, uint64_t *out)
+/* A number with an optional k, m or g suffix: powers of `unit` (1024 for
+ * sizes in bytes, 1000 for rates in bit/s). */
+static int sw_parse_scaled(const char *s, double unit, double *out)
 {
     char *end;
     double v = strtod(s, &end);
     if (end == s || v < 0)
         return -1;
     switch (*end) {
-    case 'k':
-    case 'K':
-        v *= 1024, end++;
-        break;
-    case 'm':
-    case 'M':
-        v *= 1024 * 1024, end++;
-        break;
-    default:
-        break;
-    }
-    if (*end)
-        return -1;
-    *out = (uint64_t)v;
-    return 0;
-}
-
-static int sw_parse_rate(const char *s, double *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || v < 0)
-        return -1;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        v *= 1e3, end++;
-        break;
-    case 'm':
-    case 'M':
-        v *= 1e6, end++;
-        break;
     case 'g':
     case 'G':
-        v *= 1e9, end++;
+        v *= unit;
+        /* fall through */
+    case 'm':
+    case 'M':
+        v *= unit;
+        /* fall through */
+    case 'k':
+    case 'K':
+        v *= unit;
+        end++;
         break;
     default:
         break;
@@ -180,6 +159,20 @@ static int sw_parse_rate(const char *s, double *out)
         return -1;
     *out = v;
     return 0;
+}
+
+static int sw_parse_size(const char *s, uint64_t *out)
+{
+    double v;
+    if (sw_parse_scaled(s, 1024, &v) != 0 || v > 0x1p63)
+        return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int sw_parse_rate(const char *s, double *out)
+{
+    return sw_parse_scaled(s, 1000, out);
 }
 
 static int sw_port_open(struct sw *sw, const char *name)
