@@ -491,6 +491,7 @@ static int rnr_child(int port)
         die("rdma_disconnect");
     rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED, 10000, "child"));
     conn_free(&c);
+    rdma_destroy_event_channel(ch);
     return 0;
 }
 
@@ -568,6 +569,7 @@ static int late_client(int port)
         die("rdma_disconnect");
     rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED, 10000, "client"));
     conn_free(&c);
+    rdma_destroy_event_channel(ch);
     return 0;
 }
 
