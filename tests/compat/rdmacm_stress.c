@@ -378,6 +378,22 @@ static int run_cycle(int n, int port)
     return 0;
 }
 
+/* Runs this program again as MODE's child for port: a new process, so
+ * that its CM service is its own. Returns the child's pid. */
+static pid_t spawn_child(const char *mode, int port)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) {
+        char p[16];
+        snprintf(p, sizeof(p), "%d", port);
+        execl("/proc/self/exe", "rdmacm_stress", mode, p, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
 /* ---- idle: the peer dies with nothing in flight ---- */
 static void client_and_wait(int port)
 {
@@ -398,16 +414,7 @@ static int run_idle(int port)
     if (!lch)
         die("channel");
     listen_on(lch, port, 4);
-    pid_t pid = fork();
-    if (pid < 0)
-        die("fork");
-    if (pid == 0) {
-        /* a new process: exec ourselves so that its CM service is its own */
-        char p[16];
-        snprintf(p, sizeof(p), "%d", port);
-        execl("/proc/self/exe", "rdmacm_stress", "idle-child", p, (char *)NULL);
-        _exit(127);
-    }
+    pid_t pid = spawn_child("idle-child", port);
     struct conn c;
     server_accept(lch, &c, "server");
     usleep(200000); /* the child answers the first liveness probe */
@@ -446,15 +453,7 @@ static int run_exit(int port)
     if (!lch)
         die("channel");
     listen_on(lch, port, 4);
-    pid_t pid = fork();
-    if (pid < 0)
-        die("fork");
-    if (pid == 0) {
-        char p[16];
-        snprintf(p, sizeof(p), "%d", port);
-        execl("/proc/self/exe", "rdmacm_stress", "exit-child", p, (char *)NULL);
-        _exit(127);
-    }
+    pid_t pid = spawn_child("exit-child", port);
     struct conn c;
     server_accept(lch, &c, "server");
     wait_wc(&c, IBV_WC_RECV, "server recv");
@@ -501,15 +500,7 @@ static int run_rnr(int port)
     if (!lch)
         die("channel");
     listen_on(lch, port, 4);
-    pid_t pid = fork();
-    if (pid < 0)
-        die("fork");
-    if (pid == 0) {
-        char p[16];
-        snprintf(p, sizeof(p), "%d", port);
-        execl("/proc/self/exe", "rdmacm_stress", "rnr-child", p, (char *)NULL);
-        _exit(127);
-    }
+    pid_t pid = spawn_child("rnr-child", port);
     struct conn c;
     recv_at_once = false;
     server_accept(lch, &c, "server");
