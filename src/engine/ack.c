@@ -5,14 +5,12 @@
  * reply, or a response. Anything else the responder sends goes after the
  * held ACK, so the requester sees responses in PSN order (IBA 9.7.5.1). */
 #include "ack.h"
-
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#include "sr_util.h"
 
 void sr_ack_policy_set(struct sr_ack_policy *p, uint64_t cfg_delay_ns, bool hold)
 {
     p->cfg_delay_ns = cfg_delay_ns;
-    p->delay_ns = hold ? cfg_delay_ns : MIN(cfg_delay_ns, (uint64_t)SR_ACK_PASSIVE_DELAY_NS);
+    p->delay_ns = hold ? cfg_delay_ns : SR_MIN(cfg_delay_ns, (uint64_t)SR_ACK_PASSIVE_DELAY_NS);
     p->reply_delay_ns = hold ? SR_ACK_REPLY_HOLD * cfg_delay_ns : p->delay_ns;
 }
 
@@ -29,7 +27,7 @@ static uint64_t hold_for(const struct sr_ack *a, const struct sr_ack_policy *p, 
     if (!a->rides || p->reply_delay_ns <= p->delay_ns)
         return p->delay_ns;
     uint64_t cap = timeout_ns / 4; /* no timeout: no cap */
-    return MAX(p->delay_ns, MIN(p->reply_delay_ns, cap));
+    return SR_MAX(p->delay_ns, SR_MIN(p->reply_delay_ns, cap));
 }
 
 static enum sr_ack_verdict on_ackreq(struct sr_ack *a, struct sr_ack_policy *p,
@@ -56,9 +54,9 @@ static enum sr_ack_verdict on_ackreq(struct sr_ack *a, struct sr_ack_policy *p,
          * before the application has seen the message). Once per hold,
          * and within a quarter of the transport timeout of the hold's
          * start: the requester must not time out first. */
-        uint64_t cap = a->since + MAX(delay, in->timeout_ns / 4);
+        uint64_t cap = a->since + SR_MAX(delay, in->timeout_ns / 4);
         a->end = true;
-        a->due = MIN(in->now_ns + delay, cap);
+        a->due = SR_MIN(in->now_ns + delay, cap);
     }
     a->psn = in->psn;
     a->msn = in->msn;
@@ -118,11 +116,11 @@ uint16_t sr_ack_req_every(bool trains, uint64_t timeout_ns, uint32_t window_pkts
 {
     uint32_t every =
         trains && timeout_ns >= SR_ACK_LONG_TIMEOUT_NS ? SR_ACK_EVERY_TRAINS : SR_ACK_EVERY;
-    return (uint16_t)MAX(MIN(every, window_pkts / 2), 1u);
+    return (uint16_t)SR_MAX(SR_MIN(every, window_pkts / 2), 1u);
 }
 
 uint64_t sr_ack_max_hold(const struct sr_ack_policy *p, uint64_t timeout_ns)
 {
     uint64_t reply = SR_ACK_REPLY_HOLD * p->cfg_delay_ns;
-    return MAX(p->cfg_delay_ns, MIN(reply, timeout_ns / 4));
+    return SR_MAX(p->cfg_delay_ns, SR_MIN(reply, timeout_ns / 4));
 }
