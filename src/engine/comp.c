@@ -136,6 +136,7 @@ static void progress(struct sr_qp *qp, uint64_t now_ns, uint32_t old_psn)
 {
     qp->comp.retry_left = qp->attr.retry_cnt;
     qp->comp.rnr_left = qp->attr.rnr_retry;
+    sr_paths_qp_acked(qp, old_psn, now_ns);
     if (qp->comp.rtt_timing && sr_psn_lt(qp->comp.rtt_psn, qp->comp.psn)) {
         qp->comp.rtt_timing = false;
         sr_rtt_sample(&qp->comp.rtt, now_ns - qp->comp.rtt_sent_ns);
@@ -352,6 +353,7 @@ static void handle_ack(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_
         if (ack_through(qp, sr_psn_add(psn, SR_PSN_MASK), n))
             progress(qp, now_ns, old_psn);
         want_rewind(n, psn);
+        sr_paths_qp_lost(qp, psn, now_ns);
         qp->comp.rtt_resent_ok = true;
         /* What was sent beyond the hole is dropped by the responder and
          * goes again: halve what may be outstanding (RFC 5681 3.2's
@@ -434,6 +436,7 @@ static void probe(struct sr_qp *qp, struct sr_comp_next *n)
     qp->req.rec_wnd = SR_REC_WND_INIT;
     qp->comp.rtt_resent_ok = false;
     want_rewind(n, qp->comp.psn);
+    sr_paths_qp_lost(qp, qp->comp.psn, qp->eng->now_ns);
     n->act |= SR_COMP_RESUME;
 }
 
@@ -469,6 +472,7 @@ struct sr_comp_next sr_comp_timer(struct sr_qp *qp, uint64_t now_ns)
     qp->comp.retry_left--;
     qp->comp.read_retry = false;
     want_rewind(&n, qp->comp.psn);
+    sr_paths_qp_lost(qp, qp->comp.psn, now_ns);
     n.act |= SR_COMP_RESUME;
     qp->req.rec_wnd = SR_REC_WND_INIT;
     qp->comp.rtt_resent_ok = false; /* the first copies may still be answered */

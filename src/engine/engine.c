@@ -704,6 +704,8 @@ static void engine_tx(struct sr_engine *e, struct sr_qp *qp, const struct sr_pkt
     int hl = sr_wire_encode_hdr(pkt, hdr, sizeof(hdr));
     if (hl < 0)
         return; /* cannot happen for packets the engine builds; never send garbage */
+    uint8_t path;
+    uint16_t src_port = sr_paths_qp_tx(qp, pkt, &path);
     struct sr_tx_pkt t = {
         .hdr = hdr,
         .hdr_len = (uint32_t)hl,
@@ -712,7 +714,8 @@ static void engine_tx(struct sr_engine *e, struct sr_qp *qp, const struct sr_pkt
         .payload_len = pkt->payload_len,
         .pad_len = sr_wire_pad_len(pkt->payload_len),
         .dgid = dgid,
-        .src_port = qp->src_port,
+        .src_port = src_port,
+        .path = path,
         .flush = flush && !e->cfg.ops.tx_fence,
     };
     if (flush && e->cfg.ops.tx_fence)

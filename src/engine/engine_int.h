@@ -12,11 +12,13 @@
  *             how often the requester asks for them (ack.h)
  *   rtt.c     the requester's round-trip estimate and the time of its
  *             tail-loss probe (rtt.h)
+ *   paths.c   per-packet entropy (UDP source port) policies (paths.h)
  * Nothing here is visible outside src/engine. */
 #ifndef SR_ENGINE_INT_H
 #define SR_ENGINE_INT_H
 
 #include "ack.h"
+#include "paths.h"
 #include "rtt.h"
 #include "sr_engine.h"
 #include "sr_util.h"
@@ -155,6 +157,8 @@ struct sr_qp {
     bool sq_sig_all;
     void *user;
     uint16_t src_port;
+    struct sr_paths *paths; /* multipath requests (paths.c); NULL: src_port only */
+    bool paths_off;         /* decided: single path */
     uint32_t mw_cnt; /* type 2 memory windows bound through it */
 
     struct sr_alloc alloc; /* the rings' allocator; alloc.alloc NULL: none */
@@ -393,6 +397,19 @@ struct sr_comp_next {
 };
 struct sr_comp_next sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns);
 struct sr_comp_next sr_comp_timer(struct sr_qp *qp, uint64_t now_ns);
+/* paths.c: multipath (paths.h). The UDP source port and path index of
+ * a packet qp sends now (requests of a multipath QP spread; everything
+ * else keeps qp->src_port); the feedback the completer gives. */
+uint16_t sr_paths_qp_tx(struct sr_qp *qp, const struct sr_pkt *pkt, uint8_t *path);
+void sr_paths_qp_acked(struct sr_qp *qp, uint32_t old_psn, uint64_t now_ns); /* to comp.psn */
+void sr_paths_qp_lost(struct sr_qp *qp, uint32_t psn, uint64_t now_ns);
+/* A CNP for qp arrived (for congestion control's CNP handler to call). */
+void sr_paths_qp_cnp(struct sr_qp *qp, uint64_t now_ns);
+void sr_paths_qp_free(struct sr_qp *qp);
+/* Whether qp's peer takes packets out of order without a rewind, so
+ * that its requests may be sprayed. */
+bool sr_qp_reorder_ok(const struct sr_qp *qp);
+const struct sr_paths *sr_qp_paths(const struct sr_qp *qp);
 /* engine.c: the one place the completer's next step is carried out. */
 void sr_comp_apply(struct sr_qp *qp, struct sr_comp_next n, uint64_t now_ns);
 void sr_comp_arm(struct sr_qp *qp, uint64_t now_ns);

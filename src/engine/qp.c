@@ -91,6 +91,7 @@ bool sr_qp_can_send(const struct sr_qp *qp)
 static void qp_free_bufs(struct sr_qp *qp)
 {
     free(qp->resp.rwqe_buf);
+    sr_paths_qp_free(qp);
     sr_rq_fini(&qp->rq);
     free(qp->sq_inline);
     free(qp->sq_sge);

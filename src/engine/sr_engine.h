@@ -310,7 +310,11 @@ struct sr_tx_pkt {
     uint32_t payload_len;
     uint32_t pad_len;
     const uint8_t *dgid; /* destination address (GID) */
-    uint16_t src_port;   /* UDP source port: flow entropy, per QP */
+    uint16_t src_port;   /* UDP source port: flow entropy, per QP or per packet */
+    /* Which of the QP's entropy values src_port is (0: the QP's own;
+     * sr_engine_cfg.paths): a driver that cannot choose the source port
+     * per packet sends path k from the k-th of its sockets. */
+    uint8_t path;
     /* The payload is memory the engine may write by the next request it
      * processes (READ responses): a driver that defers sending must put
      * everything queued so far on the wire (or copy it) before returning. */
@@ -375,6 +379,18 @@ struct sr_engine_cfg {
      * the path has turned trains off); NULL: every peer is. Asked with
      * ops_ctx once per WQE that could be shaped. */
     bool (*trains_to)(void *ctx, const uint8_t *dgid);
+    /* Multipath (src/engine/paths.h): RC and XRC requests spread over
+     * paths entropy values (UDP source ports) per QP, chosen per packet
+     * by path_policy (1 spray, 2 adaptive). 0 or 1: one source port per
+     * QP, standard RoCEv2. Spraying reorders, so it is used only with a
+     * peer that takes packets out of order (sr_qp_reorder_ok), or when
+     * paths_reorder says to spray regardless (experiments: a go-back-N
+     * peer rewinds on every reordering). paths_seed: the adaptive
+     * policy's exploration. */
+    uint8_t paths;
+    uint8_t path_policy;
+    bool paths_reorder;
+    uint64_t paths_seed;
     struct sr_engine_ops ops;
     void *ops_ctx;
 };
