@@ -159,7 +159,7 @@ struct sr_qp {
     uint16_t src_port;
     struct sr_paths *paths; /* multipath requests (paths.c); NULL: src_port only */
     bool paths_off;         /* decided: single path */
-    uint32_t mw_cnt; /* type 2 memory windows bound through it */
+    uint32_t mw_cnt;        /* type 2 memory windows bound through it */
 
     struct sr_alloc alloc; /* the rings' allocator; alloc.alloc NULL: none */
     bool sq_custom;        /* sq came from alloc */

@@ -118,6 +118,13 @@ static uint8_t adaptive(struct sr_paths *p, int excl, uint64_t now_ns)
             return i;
         }
     }
+    /* A good value left out of the recycling (nothing of it was in
+     * flight when the tokens went round) is used again, so that every
+     * good value stays in rotation. */
+    for (uint8_t i = 0; i < p->n; i++)
+        if (i != excl && p->seq - p->path[i].last_seq > 4u * p->n &&
+            !sr_paths_avoided(p, i, now_ns))
+            return i;
     /* Bounded: each turn consumes a recycled value. */
     for (int t; (t = tok_pop(p)) >= 0;)
         if (t < p->n && t != excl && !sr_paths_avoided(p, (uint8_t)t, now_ns))
@@ -157,6 +164,7 @@ uint8_t sr_paths_choose(struct sr_paths *p, uint32_t psn, uint64_t now_ns)
     *r = (struct sr_paths_rec){
         .psn = psn, .path = i, .valid = true, .resent = resend, .sent_ns = now_ns};
     p->path[i].st.sent++;
+    p->path[i].last_seq = ++p->seq;
     return i;
 }
 
@@ -286,8 +294,8 @@ void sr_paths_qp_lost(struct sr_qp *qp, uint32_t psn, uint64_t now_ns)
 
 void sr_paths_qp_cnp(struct sr_qp *qp, uint64_t now_ns)
 {
-    /* A RoCEv2 CNP names the QP, not the packet that was marked: the oldest unacknowledged packet has waited longest, so it is the
-     * likeliest to sit in the marking queue. */
+    /* A RoCEv2 CNP names the QP, not the packet that was marked: the oldest unacknowledged packet
+     * has waited longest, so it is the likeliest to sit in the marking queue. */
     if (qp->paths && qp->comp.psn != qp->req.max_sent)
         sr_paths_marked(qp->paths, qp->comp.psn, now_ns);
 }

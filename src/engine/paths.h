@@ -20,10 +20,13 @@
  *    Shalev et al., IEEE Micro 2020). The rule:
  *      1. a value whose avoidance has just ended is tried once (a probe;
  *         its ACK brings it back into the recycling);
- *      2. else the oldest recycled value that is not avoided: every packet
+ *      2. else a value that is not avoided and has not been used for 4 x N
+ *         packets (recycling alone would keep only the values that
+ *         happened to be in flight);
+ *      3. else the oldest recycled value that is not avoided: every packet
  *         acknowledged without a bad mark since it was sent returns its
  *         value to a FIFO, so good paths carry what they just carried;
- *      3. else a seeded random value among those not avoided (explore);
+ *      4. else a seeded random value among those not avoided (explore);
  *         if every value is avoided, the one whose avoidance ends first.
  *    A mark avoids a value for 8 round trips (the QP's smallest RTT seen,
  *    100 us before any sample), a loss for 32, a slow round trip (more
@@ -63,6 +66,7 @@ struct sr_path {
     uint64_t avoid_until; /* 0: not avoided */
     uint64_t bad_at;      /* time of the last bad mark; 0: none */
     uint64_t srtt_ns;     /* smoothed round trip on this value (1/8 gain) */
+    uint64_t last_seq;    /* sr_paths.seq when it was last chosen */
     struct sr_path_stats st;
 };
 
@@ -79,6 +83,7 @@ struct sr_paths {
     uint8_t policy; /* enum sr_paths_policy */
     uint8_t rr;     /* SPRAY: the next value */
     uint64_t rng;
+    uint64_t seq;        /* choices made */
     uint64_t min_rtt_ns; /* 0: no sample yet */
     struct sr_path path[SR_PATHS_MAX];
     uint8_t tok[SR_PATHS_TOK];
