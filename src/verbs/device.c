@@ -167,6 +167,21 @@ static void parse_config(struct sv_config *c)
             fprintf(stderr, "softrdma: SOFTRDMA_MTU=%s ignored (256, 512, 1024, 2048 or 4096)\n",
                     m);
     }
+    /* Multipath (docs/TUNING.md): entropy values per QP and the policy
+     * that picks one per packet. */
+    c->paths = (uint8_t)env_us("SOFTRDMA_PATHS", 1, 16);
+    if (c->paths == 0)
+        c->paths = 1;
+    c->path_policy = 1;
+    const char *pp = getenv("SOFTRDMA_PATH_POLICY");
+    if (pp && *pp) {
+        if (strcmp(pp, "adaptive") == 0)
+            c->path_policy = 2;
+        else if (strcmp(pp, "spray") != 0)
+            fprintf(stderr, "softrdma: SOFTRDMA_PATH_POLICY=%s ignored (spray or adaptive)\n", pp);
+    }
+    const char *pr = getenv("SOFTRDMA_PATH_REORDER");
+    c->path_reorder = pr && *pr && strcmp(pr, "0") != 0;
     /* On a real link the active MTU follows the link's (loopback: 4096). */
     if (c->addr_set && !mtu_set) {
         uint32_t fit = link_path_mtu(c->addr);
@@ -241,6 +256,11 @@ int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_n
         cfg.engine.ops_ctx = dev;
         cfg.engine.port_mtu = dev->cfg.mtu;
         cfg.engine.mem_ok = sv_mem_ok;
+        cfg.engine.paths = dev->cfg.paths;
+        cfg.engine.path_policy = dev->cfg.path_policy;
+        cfg.engine.paths_reorder = dev->cfg.path_reorder;
+        cfg.engine.paths_seed = (uint64_t)getpid();
+        cfg.udp.paths = dev->cfg.paths;
         err = sr_nic_open(&cfg, &dev->nic);
         if (!err) {
             memcpy(dev->gid, sr_nic_gid(dev->nic), 16);

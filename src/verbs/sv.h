@@ -32,6 +32,9 @@ struct sv_config {
     uint32_t ack_delay_us;     /* SOFTRDMA_ACK_DELAY_US: how long an ACK may wait for a reply */
     uint32_t handoff_us; /* SOFTRDMA_HANDOFF_US: NIC thread off the socket after inline polls */
     bool no_shm;         /* SOFTRDMA_SHM=0, or SOFTRDMA_FAULT set: UDP to same-host peers too */
+    uint8_t paths;       /* SOFTRDMA_PATHS: entropy values (UDP source ports) per QP */
+    uint8_t path_policy; /* SOFTRDMA_PATH_POLICY: spray (1) or adaptive (2) */
+    bool path_reorder;   /* SOFTRDMA_PATH_REORDER=1: spray to any peer (experiments) */
 };
 
 /* live.c: the set of live objects by address, so that the control path

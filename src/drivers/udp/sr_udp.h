@@ -41,6 +41,7 @@ enum {
     SR_UDP_BATCH = 64,        /* datagrams per recvmmsg */
     SR_UDP_MAX_IOV = 64,      /* payload pieces per packet (>= SR_MAX_SGE) */
     SR_UDP_AUTO_TRIES = 4096, /* loopback addresses tried by auto-claim */
+    SR_UDP_PATHS_MAX = 16,    /* send sockets (sr_udp_cfg.paths) */
 };
 
 struct sr_udp;
@@ -56,6 +57,13 @@ struct sr_udp_cfg {
     struct sr_fault_cfg fault; /* injected faults on receive (off unless fault.on) */
     bool no_gso;               /* no UDP GSO on send (SOFTRDMA_GSO=0) */
     bool no_gro;               /* no UDP GRO on receive (tests) */
+    /* Multipath: a socket can send from its bound port only, so paths
+     * (up to SR_UDP_PATHS_MAX) sockets send: the bound one, and paths - 1
+     * more on the same address with ports of the kernel's choosing. A
+     * packet's sr_tx_pkt.path (modulo paths) picks the socket, and so its
+     * UDP source port, the flow entropy ECMP hashes. 0 or 1: the bound
+     * socket only. The others only send: peers send to port 4791. */
+    uint8_t paths;
 };
 
 /* Open and bind the device's socket. *out is set only on success. */
@@ -74,7 +82,8 @@ int sr_udp_fd(const struct sr_udp *u);
  * (never GSO):
  * t->hdr, the t->iov pieces straight from their memory (never copied),
  * t->pad_len zero bytes, then the 4-byte ICRC computed here. t->src_port is
- * not used: the UDP source port is the socket's bound port.
+ * not used: the UDP source port is the bound port of the socket t->path
+ * picks (sr_udp_cfg.paths).
  *
  * Returns 0, or a negative SR_ERR_* when the packet was not sent: every call
  * counts one tx_pkts or one tx_drops. A full socket queue (EAGAIN, ENOBUFS)

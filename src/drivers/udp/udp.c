@@ -142,7 +142,8 @@ struct udp_txmsg {
     uint8_t dgid[16];
     uint32_t seg, segs, bytes;
     uint32_t iov_first, iov_cnt;
-    bool closed; /* a shorter segment ended the train */
+    bool closed;  /* a shorter segment ended the train */
+    uint8_t path; /* the socket it leaves from (sr_udp_cfg.paths) */
     union {
         char buf[CMSG_SPACE(sizeof(uint16_t))];
         struct cmsghdr align;
@@ -153,6 +154,11 @@ struct sr_udp {
     int fd;
     bool ipv6;
     uint16_t port;
+    /* send sockets: [0] is fd, the others multipath's (sr_udp_cfg.paths) */
+    uint8_t npaths;
+    int path_fd[SR_UDP_PATHS_MAX];
+    uint16_t path_port[SR_UDP_PATHS_MAX];
+    struct udp_txmsg *txm_tmp; /* multipath: flush's grouping by socket */
     uint8_t addr[16];
     bool gso, gro;    /* offloads in use */
     uint32_t gso_max; /* largest UDP payload of a GSO send */
@@ -276,8 +282,9 @@ static bool pfx_is(const struct udp_pfx *c, const uint8_t *peer, uint16_t port, 
     return c->tlen == tlen && c->port == port && memcmp(c->gid, peer, 16) == 0;
 }
 
-/* The ICRC prefix of packets of tlen bytes sent to (rx false) or received
- * from (rx true) peer:port; SR_ERR_* for an unusable length. */
+/* The ICRC prefix of packets of tlen bytes received from (rx true)
+ * peer:port, or sent (rx false) from our port to peer:4791; SR_ERR_* for
+ * an unusable length. */
 static int udp_pfx(struct sr_udp *u, bool rx, const uint8_t *peer, uint16_t port, size_t tlen,
                    uint32_t *reg)
 {
@@ -291,7 +298,7 @@ static int udp_pfx(struct sr_udp *u, bool rx, const uint8_t *peer, uint16_t port
         if (rx)
             udp_l3(u->ipv6, peer, port, u->addr, u->port, &a);
         else
-            udp_l3(u->ipv6, u->addr, u->port, peer, port, &a);
+            udp_l3(u->ipv6, u->addr, port, peer, SR_ROCE_UDP_PORT, &a);
         uint32_t r;
         int err = sr_icrc_l3_prefix(&a, tlen, &r);
         if (err)
@@ -392,6 +399,46 @@ static void udp_free_held(struct sr_udp *u)
     u->held = NULL;
 }
 
+static void udp_close_paths(struct sr_udp *u)
+{
+    for (uint8_t i = 1; i < u->npaths; i++)
+        close(u->path_fd[i]);
+    u->npaths = 1;
+    free(u->txm_tmp);
+    u->txm_tmp = NULL;
+}
+
+/* Multipath's send sockets (sr_udp_cfg.paths), on the bound address. */
+static int udp_open_paths(struct sr_udp *u, const struct sr_udp_cfg *cfg)
+{
+    uint32_t want = SR_MIN((uint32_t)cfg->paths, (uint32_t)SR_UDP_PATHS_MAX);
+    if (want <= 1)
+        return 0;
+    u->txm_tmp = calloc(SR_UDP_BATCH, sizeof(*u->txm_tmp));
+    if (!u->txm_tmp)
+        return SR_ERR_NOMEM;
+    /* They receive nothing a peer sends (that goes to the bound port):
+     * small receive buffers. */
+    struct sr_udp_cfg pc = *cfg;
+    pc.rcvbuf = 4096;
+    while (u->npaths < want) {
+        int fd = udp_socket(u->ipv6, &pc);
+        if (fd < 0)
+            return udp_err(errno);
+        union udp_sa sa;
+        socklen_t len = sizeof(sa);
+        if (udp_bind(fd, u->ipv6, u->addr, 0) != 0 || getsockname(fd, &sa.sa, &len) != 0) {
+            int e = errno;
+            close(fd);
+            return udp_err(e);
+        }
+        u->path_fd[u->npaths] = fd;
+        u->path_port[u->npaths] = ntohs(u->ipv6 ? sa.in6.sin6_port : sa.in.sin_port);
+        u->npaths++;
+    }
+    return 0;
+}
+
 int sr_udp_open(const struct sr_udp_cfg *cfg, struct sr_udp **out)
 {
     static const uint8_t zero[16];
@@ -409,6 +456,7 @@ int sr_udp_open(const struct sr_udp_cfg *cfg, struct sr_udp **out)
         return SR_ERR_NOMEM;
     u->ipv6 = ipv6;
     u->port = cfg->port ? cfg->port : SR_ROCE_UDP_PORT;
+    u->npaths = 1;
     u->gso_max = ipv6 ? UDP_GSO_MAX_V6 : UDP_GSO_MAX_V4;
     u->txp = calloc(SR_UDP_BATCH, sizeof(*u->txp));
     u->txm = calloc(SR_UDP_BATCH, sizeof(*u->txm));
@@ -458,6 +506,11 @@ int sr_udp_open(const struct sr_udp_cfg *cfg, struct sr_udp **out)
             goto err_close;
         }
     }
+    u->path_fd[0] = u->fd;
+    u->path_port[0] = u->port;
+    err = udp_open_paths(u, cfg);
+    if (err)
+        goto err_close;
     if (cfg->fault.on) {
         u->fault = cfg->fault;
         u->rng = cfg->fault.seed * 0x9e3779b97f4a7c15ull + u->port + 1;
@@ -479,6 +532,7 @@ int sr_udp_open(const struct sr_udp_cfg *cfg, struct sr_udp **out)
 
 err_close:;
     int e = errno;
+    udp_close_paths(u);
     close(u->fd);
     errno = e;
     udp_free_held(u);
@@ -496,6 +550,7 @@ void sr_udp_close(struct sr_udp *u)
 {
     if (!u)
         return;
+    udp_close_paths(u);
     close(u->fd);
     udp_free_held(u);
     free(u->rx_mem);
@@ -550,6 +605,12 @@ static int udp_recvmmsg(int fd, struct mmsghdr *m, unsigned n)
     return (int)syscall(SYS_recvmmsg, fd, m, n, MSG_DONTWAIT, NULL);
 }
 
+/* The send socket of t (sr_udp_cfg.paths). */
+static uint8_t udp_path(const struct sr_udp *u, const struct sr_tx_pkt *t)
+{
+    return (uint8_t)(t->path % u->npaths);
+}
+
 /* Everything but the sendmsg: checks, ICRC (of the datagram with IPv4
  * identification ip_id, the segment's index in its train; IPv6 has none),
  * the iovec. Returns the number of iovec entries (at most UDP_PKT_IOV) or
@@ -567,7 +628,7 @@ static int udp_tx_prepare(struct sr_udp *u, const struct sr_tx_pkt *t, uint16_t 
     /* The ICRC with identification 0, from the flow's cached prefix; the
      * headers, the payload and the pad are fed to it where they lie. */
     uint32_t reg;
-    int err = udp_pfx(u, false, t->dgid, SR_ROCE_UDP_PORT, *tlen, &reg);
+    int err = udp_pfx(u, false, t->dgid, u->path_port[udp_path(u, t)], *tlen, &reg);
     if (err)
         return err;
     struct sr_icrc_ctx c;
@@ -624,7 +685,7 @@ int sr_udp_send(struct sr_udp *u, const struct sr_tx_pkt *t)
     ssize_t r;
     do {
         SR_DMA_BEGIN();
-        r = sendmsg(u->fd, &mh, MSG_DONTWAIT);
+        r = sendmsg(u->path_fd[udp_path(u, t)], &mh, MSG_DONTWAIT);
         SR_DMA_END();
     } while (r < 0 && errno == EINTR);
     if (r < 0) {
@@ -638,8 +699,24 @@ int sr_udp_send(struct sr_udp *u, const struct sr_tx_pkt *t)
     return 0;
 }
 
+/* Multipath: the queued messages grouped by socket, each socket's in
+ * their order (one sendmmsg per socket; packets on different paths are
+ * unordered on the wire anyway). Messages name their iovec entries by
+ * index, so they move freely. */
+static void udp_group_paths(struct sr_udp *u)
+{
+    uint32_t k = 0;
+    for (uint8_t p = 0; p < u->npaths; p++)
+        for (uint32_t i = 0; i < u->txm_cnt; i++)
+            if (u->txm[i].path == p)
+                u->txm_tmp[k++] = u->txm[i];
+    memcpy(u->txm, u->txm_tmp, sizeof(*u->txm) * k);
+}
+
 int sr_udp_flush(struct sr_udp *u)
 {
+    if (u->npaths > 1 && u->txm_cnt > 1)
+        udp_group_paths(u);
     for (uint32_t i = 0; i < u->txm_cnt; i++) {
         struct udp_txmsg *m = &u->txm[i];
         struct msghdr *mh = &u->tx_msg[i].msg_hdr;
@@ -663,8 +740,11 @@ int sr_udp_flush(struct sr_udp *u)
     uint32_t done = 0;
     int err = 0;
     while (done < u->txm_cnt) {
+        uint32_t end = done + 1; /* a run of messages from one socket */
+        while (end < u->txm_cnt && u->txm[end].path == u->txm[done].path)
+            end++;
         SR_DMA_BEGIN(); /* the kernel gathers payloads from registered memory */
-        int r = udp_sendmmsg(u->fd, u->tx_msg + done, u->txm_cnt - done);
+        int r = udp_sendmmsg(u->path_fd[u->txm[done].path], u->tx_msg + done, end - done);
         SR_DMA_END();
         if (r < 0 && errno == EINTR)
             continue;
@@ -741,7 +821,7 @@ int sr_udp_queue(struct sr_udp *u, const struct sr_tx_pkt *t)
     struct udp_txmsg *m = u->txm_cnt ? &u->txm[u->txm_cnt - 1] : NULL;
     bool join = m && u->gso && !m->closed && tlen <= m->seg && m->segs < UDP_GSO_MAX_SEGS &&
                 m->bytes + tlen <= u->gso_max && m->iov_cnt + UDP_PKT_IOV <= UDP_IOV_MAX &&
-                memcmp(m->dgid, t->dgid, 16) == 0;
+                memcmp(m->dgid, t->dgid, 16) == 0 && m->path == udp_path(u, t);
 
     struct udp_txpkt *p = &u->txp[u->txp_cnt];
     memcpy(p->hdr, t->hdr, t->hdr_len);
@@ -777,6 +857,7 @@ int sr_udp_queue(struct sr_udp *u, const struct sr_tx_pkt *t)
         m->iov_first = u->tx_iov_used;
         m->iov_cnt = (uint32_t)n;
         m->closed = false;
+        m->path = udp_path(u, t);
     }
     u->tx_iov_used += (uint32_t)n;
     u->txp_cnt++;
