@@ -158,7 +158,6 @@ struct sr_udp {
     uint8_t npaths;
     int path_fd[SR_UDP_PATHS_MAX];
     uint16_t path_port[SR_UDP_PATHS_MAX];
-    struct udp_txmsg *txm_tmp; /* multipath: flush's grouping by socket */
     uint8_t addr[16];
     bool gso, gro;    /* offloads in use */
     uint32_t gso_max; /* largest UDP payload of a GSO send */
@@ -404,8 +403,6 @@ static void udp_close_paths(struct sr_udp *u)
     for (uint8_t i = 1; i < u->npaths; i++)
         close(u->path_fd[i]);
     u->npaths = 1;
-    free(u->txm_tmp);
-    u->txm_tmp = NULL;
 }
 
 /* Multipath's send sockets (sr_udp_cfg.paths), on the bound address. */
@@ -414,9 +411,6 @@ static int udp_open_paths(struct sr_udp *u, const struct sr_udp_cfg *cfg)
     uint32_t want = SR_MIN((uint32_t)cfg->paths, (uint32_t)SR_UDP_PATHS_MAX);
     if (want <= 1)
         return 0;
-    u->txm_tmp = calloc(SR_UDP_BATCH, sizeof(*u->txm_tmp));
-    if (!u->txm_tmp)
-        return SR_ERR_NOMEM;
     /* They receive nothing a peer sends (that goes to the bound port):
      * small receive buffers. */
     struct sr_udp_cfg pc = *cfg;
@@ -699,24 +693,8 @@ int sr_udp_send(struct sr_udp *u, const struct sr_tx_pkt *t)
     return 0;
 }
 
-/* Multipath: the queued messages grouped by socket, each socket's in
- * their order (one sendmmsg per socket; packets on different paths are
- * unordered on the wire anyway). Messages name their iovec entries by
- * index, so they move freely. */
-static void udp_group_paths(struct sr_udp *u)
-{
-    uint32_t k = 0;
-    for (uint8_t p = 0; p < u->npaths; p++)
-        for (uint32_t i = 0; i < u->txm_cnt; i++)
-            if (u->txm[i].path == p)
-                u->txm_tmp[k++] = u->txm[i];
-    memcpy(u->txm, u->txm_tmp, sizeof(*u->txm) * k);
-}
-
 int sr_udp_flush(struct sr_udp *u)
 {
-    if (u->npaths > 1 && u->txm_cnt > 1)
-        udp_group_paths(u);
     for (uint32_t i = 0; i < u->txm_cnt; i++) {
         struct udp_txmsg *m = &u->txm[i];
         struct msghdr *mh = &u->tx_msg[i].msg_hdr;
@@ -740,7 +718,10 @@ int sr_udp_flush(struct sr_udp *u)
     uint32_t done = 0;
     int err = 0;
     while (done < u->txm_cnt) {
-        uint32_t end = done + 1; /* a run of messages from one socket */
+        /* A run of messages from one socket. Runs keep the queue's order
+         * on the wire: a receiver without selective acknowledgement
+         * rewinds on every packet that overtakes another. */
+        uint32_t end = done + 1;
         while (end < u->txm_cnt && u->txm[end].path == u->txm[done].path)
             end++;
         SR_DMA_BEGIN(); /* the kernel gathers payloads from registered memory */
