@@ -812,6 +812,69 @@ out:
     sr_udp_close(d);
 }
 
+/* Multipath (sr_udp_cfg.paths): packet k's sr_tx_pkt.path picks the
+ * socket, so the source port; path 0 is the bound port, the others
+ * distinct; a path beyond the count wraps; every datagram carries the ICRC
+ * of the header it really has (its own source port), queued or sent one
+ * by one, and the queue's order holds across sockets. */
+static void test_paths(void)
+{
+    struct sr_udp *d = NULL;
+    uint8_t pg[16], buf[PKT_MAX + 64], src[16];
+    struct sr_udp_cfg cfg = {.auto_seed = base_seed + 1100, .paths = 4};
+    SR_CHECK_EQ(sr_udp_open(&cfg, &d), 0);
+    int fd = plain_open_v4(base_seed + 1116, SR_ROCE_UDP_PORT, pg, NULL);
+    SR_CHECK(fd >= 0);
+    if (!d || fd < 0)
+        goto out;
+    enum { N = 10 };
+    static const uint8_t path_of[N] = {0, 1, 2, 3, 0, 1, 2, 3, 5, 2};
+    for (uint32_t i = 0; i < N; i++) {
+        struct sr_pkt p;
+        make_pkt(&p, SR_OP_RC | SR_OP_SEND_ONLY, 900 + i, pattern + i, 200);
+        uint8_t hdr[SR_MAX_HDR_LEN];
+        int hl = sr_wire_encode_hdr(&p, hdr, sizeof(hdr));
+        struct sr_iov iov = {.base = p.payload, .len = p.payload_len};
+        struct sr_tx_pkt t = {.hdr = hdr,
+                              .hdr_len = (uint32_t)hl,
+                              .iov = &iov,
+                              .iov_cnt = 1,
+                              .payload_len = p.payload_len,
+                              .pad_len = sr_wire_pad_len(p.payload_len),
+                              .dgid = pg,
+                              .path = path_of[i]};
+        SR_CHECK_EQ(i == N - 1 ? sr_udp_send(d, &t) : sr_udp_queue(d, &t), 0);
+        if (i == N - 2)
+            SR_CHECK_EQ(sr_udp_flush(d), 0);
+    }
+    uint16_t port_of[N] = {0};
+    uint8_t l3[SR_IPV4_HDR_LEN + SR_UDP_HDR_LEN];
+    for (uint32_t k = 0; k < N; k++) {
+        uint16_t sport = 0;
+        ssize_t n = plain_recv(fd, buf + sizeof(l3), sizeof(buf) - sizeof(l3), src, &sport);
+        SR_CHECK_EQ(n, (ssize_t)sr_wire_pkt_len(SR_OP_RC | SR_OP_SEND_ONLY, 200));
+        if (n <= 0)
+            break;
+        struct sr_l3_addr a = {.src_port = sport};
+        memcpy(a.src, src + 12, 4);
+        memcpy(a.dst, pg + 12, 4);
+        SR_CHECK_EQ(sr_l3_encode(&a, (size_t)n, buf, sizeof(l3)), (int)sizeof(l3));
+        SR_CHECK_EQ(sr_icrc_verify(buf, sizeof(l3) + (size_t)n), 0);
+        struct sr_pkt dp;
+        SR_CHECK(sr_wire_decode(buf + sizeof(l3), (size_t)n, 4096, &dp) > 0);
+        SR_CHECK_EQ(dp.bth.psn, 900u + k); /* in the order queued */
+        port_of[k] = sport;
+    }
+    SR_CHECK_EQ(port_of[0], SR_ROCE_UDP_PORT);
+    for (uint32_t k = 0; k < N; k++)
+        for (uint32_t j = 0; j < N; j++)
+            SR_CHECK((port_of[k] == port_of[j]) == (path_of[k] % 4 == path_of[j] % 4));
+out:
+    if (fd >= 0)
+        close(fd);
+    sr_udp_close(d);
+}
+
 /* GSO trains: same-size packets to one peer leave as one send (a shorter
  * one may end the train, another peer starts a new one); a GRO receiver
  * gets the train as one batch, a receiver without GRO gets the segments
@@ -1228,6 +1291,7 @@ int main(void)
     SR_RUN(test_ipv4_id_window);
     SR_RUN(test_flush_flag);
     SR_RUN(test_ipv6);
+    SR_RUN(test_paths);
     SR_RUN(test_fault_parse);
     SR_RUN(test_faults);
     return SR_TEST_RESULT();
