@@ -397,19 +397,6 @@ struct sr_comp_next {
 };
 struct sr_comp_next sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns);
 struct sr_comp_next sr_comp_timer(struct sr_qp *qp, uint64_t now_ns);
-/* paths.c: multipath (paths.h). The UDP source port and path index of
- * a packet qp sends now (requests of a multipath QP spread; everything
- * else keeps qp->src_port); the feedback the completer gives. */
-uint16_t sr_paths_qp_tx(struct sr_qp *qp, const struct sr_pkt *pkt, uint8_t *path);
-void sr_paths_qp_acked(struct sr_qp *qp, uint32_t old_psn, uint64_t now_ns); /* to comp.psn */
-void sr_paths_qp_lost(struct sr_qp *qp, uint32_t psn, uint64_t now_ns);
-/* A CNP for qp arrived (for congestion control's CNP handler to call). */
-void sr_paths_qp_cnp(struct sr_qp *qp, uint64_t now_ns);
-void sr_paths_qp_free(struct sr_qp *qp);
-/* Whether qp's peer takes packets out of order without a rewind, so
- * that its requests may be sprayed. */
-bool sr_qp_reorder_ok(const struct sr_qp *qp);
-const struct sr_paths *sr_qp_paths(const struct sr_qp *qp);
 /* engine.c: the one place the completer's next step is carried out. */
 void sr_comp_apply(struct sr_qp *qp, struct sr_comp_next n, uint64_t now_ns);
 void sr_comp_arm(struct sr_qp *qp, uint64_t now_ns);

@@ -1,5 +1,5 @@
-/* paths.c: per-packet entropy policies (paths.h), and the engine's calls
- * into them (engine_int.h: sr_paths_qp_*, sr_qp_reorder_ok). */
+/* paths.c: per-packet entropy policies, and the engine's calls into them
+ * (sr_paths_qp_*, sr_qp_reorder_ok); both declared in paths.h. */
 #include "paths.h"
 
 #include <stdlib.h>

@@ -120,4 +120,25 @@ bool sr_paths_avoided(const struct sr_paths *p, uint8_t i, uint64_t now_ns);
 /* The value psn was last sent on; -1 when it is not remembered. */
 int sr_paths_of(const struct sr_paths *p, uint32_t psn);
 
+/* ---- the engine's side (paths.c) ---- */
+struct sr_qp;
+struct sr_pkt;
+/* Whether qp's peer takes packets out of order without a go-back-N
+ * rewind, so that its requests may be sprayed: today only when the device
+ * says to spray regardless (sr_engine_cfg.paths_reorder); with selective
+ * acknowledgement, "the peer agreed to it". */
+bool sr_qp_reorder_ok(const struct sr_qp *qp);
+/* The UDP source port and path index of a packet qp sends now: requests
+ * of a multipath QP spread, everything else keeps qp->src_port. */
+uint16_t sr_paths_qp_tx(struct sr_qp *qp, const struct sr_pkt *pkt, uint8_t *path);
+/* The completer's feedback: an ACK moved comp.psn on from old_psn; psn
+ * was declared lost. */
+void sr_paths_qp_acked(struct sr_qp *qp, uint32_t old_psn, uint64_t now_ns);
+void sr_paths_qp_lost(struct sr_qp *qp, uint32_t psn, uint64_t now_ns);
+/* A CNP for qp arrived: for congestion control's CNP handler to call. */
+void sr_paths_qp_cnp(struct sr_qp *qp, uint64_t now_ns);
+void sr_paths_qp_free(struct sr_qp *qp);
+/* qp's multipath state; NULL while it uses one port. */
+const struct sr_paths *sr_qp_paths(const struct sr_qp *qp);
+
 #endif
