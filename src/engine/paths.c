@@ -174,12 +174,14 @@ void sr_paths_rtt(struct sr_paths *p, uint8_t i, uint64_t rtt_ns, uint64_t now_n
         return;
     struct sr_path *x = &p->path[i];
     x->srtt_ns = x->srtt_ns ? x->srtt_ns - x->srtt_ns / 8 + rtt_ns / 8 : rtt_ns;
-    /* Judged against the smallest seen before this sample, so that the
-     * first sample on a slow value is not its own yardstick. */
-    if (p->min_rtt_ns && rtt_ns > 2 * p->min_rtt_ns + SLOW_SLACK_NS) {
+    /* Slow against the QP's round trip over all its values, judged before
+     * this sample joins it: delay every path shares (the sender's own
+     * queue, the receiver's) marks none of them. */
+    if (p->srtt_ns && rtt_ns > 2 * p->srtt_ns + SLOW_SLACK_NS) {
         x->st.slow++;
         bad(p, i, AVOID_SLOW_RTTS, now_ns);
     }
+    p->srtt_ns = p->srtt_ns ? p->srtt_ns - p->srtt_ns / 8 + rtt_ns / 8 : rtt_ns;
     if (!p->min_rtt_ns || rtt_ns < p->min_rtt_ns)
         p->min_rtt_ns = rtt_ns;
 }

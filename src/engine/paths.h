@@ -30,7 +30,8 @@
  *         if every value is avoided, the one whose avoidance ends first.
  *    A mark avoids a value for 8 round trips (the QP's smallest RTT seen,
  *    100 us before any sample), a loss for 32, a slow round trip (more
- *    than twice the smallest plus 50 us) for 4. An ACK for a packet sent
+ *    than twice the QP's smoothed RTT over all its values, plus 50 us)
+ *    for 4. An ACK for a packet sent
  *    before the last bad mark does not bring the value back.
  * Every policy sends a retransmission on another value than the one the
  * lost copy used, when there is another (SRD resends on a different path).
@@ -85,6 +86,7 @@ struct sr_paths {
     uint64_t rng;
     uint64_t seq;        /* choices made */
     uint64_t min_rtt_ns; /* 0: no sample yet */
+    uint64_t srtt_ns;    /* smoothed round trip over every value (1/8 gain) */
     struct sr_path path[SR_PATHS_MAX];
     uint8_t tok[SR_PATHS_TOK];
     uint32_t tok_head, tok_cnt;

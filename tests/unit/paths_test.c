@@ -176,6 +176,15 @@ static void t_adaptive_slow(void)
     SR_CHECK_EQ(p.path[1].st.slow, 1);
     for (uint32_t psn = 0; psn < 50; psn++)
         SR_CHECK_EQ(sr_paths_choose(&p, psn, 20), 0);
+    /* Delay that grows on every value alike (a queue they share) makes
+     * none of them slow. */
+    struct sr_paths q;
+    sr_paths_init(&q, SR_PATHS_ADAPTIVE, 2, BASE, 3);
+    uint64_t rtt = 40 * US;
+    for (int k = 0; k < 60; k++, rtt = rtt * 105 / 100)
+        sr_paths_rtt(&q, (uint8_t)(k % 2), rtt, (uint64_t)k);
+    SR_CHECK(rtt > 500 * US);
+    SR_CHECK_EQ(q.path[0].st.slow + q.path[1].st.slow, 0);
     /* every value avoided: the one whose rest ends first, not a hang */
     sr_paths_lost(&p, 49, 30);
     SR_CHECK(sr_paths_avoided(&p, 0, 31));
