@@ -306,6 +306,7 @@ void sr_paths_qp_free(struct sr_qp *qp)
 {
     free(qp->paths);
     qp->paths = NULL;
+    qp->paths_off = false;
 }
 
 const struct sr_paths *sr_qp_paths(const struct sr_qp *qp)

@@ -571,6 +571,7 @@ static void reset_qp(struct sr_qp *qp)
     uint8_t *rbuf = qp->resp.rwqe_buf;
     memset(&qp->resp, 0, sizeof(qp->resp));
     qp->resp.rwqe_buf = rbuf;
+    sr_paths_qp_free(qp); /* its PSNs and peer start over */
 }
 
 int sr_qp_modify(struct sr_qp *qp, const struct sr_qp_attr *a, uint32_t mask, uint64_t now_ns)

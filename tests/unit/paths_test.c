@@ -377,6 +377,7 @@ static void t_engine_single(void)
             SR_CHECK_EQ(wl.path[k], 0);
         }
         SR_CHECK(wl.n > XFER / MTU);
+        SR_CHECK(sr_qp_paths(f.pr.qp[0]) == NULL);
         fix_close(&f);
     }
 }
@@ -418,6 +419,14 @@ static void t_engine_adaptive_dead_path(void)
     SR_CHECK(wl.dead_drops >= 1);
     SR_CHECK(per[2] * 10 < req); /* under a tenth on the dead path */
     SR_CHECK(per[0] > 0 && per[1] > 0 && per[3] > 0);
+    /* the completer's loss reports reached the dead value's record */
+    const struct sr_paths *ps = sr_qp_paths(f.pr.qp[0]);
+    SR_CHECK(ps != NULL);
+    if (ps) {
+        SR_CHECK(ps->path[2].st.lost >= 1);
+        SR_CHECK(ps->path[0].st.good > 0 && ps->path[1].st.good > 0 && ps->path[3].st.good > 0);
+        SR_CHECK_EQ(ps->path[2].st.good, 0);
+    }
     uint32_t adaptive_drops = wl.dead_drops;
     uint64_t adaptive_ns = f.h.now;
     fix_close(&f);
