@@ -444,6 +444,41 @@ static void t_engine_adaptive_dead_path(void)
     fix_close(&f);
 }
 
+static void t_engine_cnp(void)
+{
+    /* A CNP names no packet: the value of the oldest unacknowledged one
+     * is marked (sr_paths_qp_cnp, for congestion control's CNP handler). */
+    struct eng_fix f;
+    mp_open(&f, &(struct mp_opts){
+                    .paths = 4, .policy = SR_PATHS_ADAPTIVE, .reorder = true, .dead_path = -1});
+    struct sr_sge sg = {(uintptr_t)f.mem[0], 8 * MTU, sr_mr_lkey(f.mr[0])};
+    struct sr_send_wr wr = signaled_wr(&f, 1, &sg, SR_WR_RDMA_WRITE, (uintptr_t)f.mem[1]);
+    SR_CHECK_EQ(sr_qp_post_send(f.pr.qp[0], &wr, f.h.now), 0);
+    const struct sr_paths *ps = sr_qp_paths(f.pr.qp[0]);
+    SR_CHECK(ps != NULL);
+    if (ps) {
+        int v = sr_paths_of(ps, 0xfffff0); /* node 0's first PSN (h_connect) */
+        SR_CHECK(v >= 0 && v < 4);
+        sr_paths_qp_cnp(f.pr.qp[0], f.h.now + 100);
+        for (int i = 0; i < 4 && v >= 0; i++) {
+            SR_CHECK_EQ(ps->path[i].st.marked, i == v);
+            SR_CHECK_EQ(sr_paths_avoided(ps, (uint8_t)i, f.h.now + 200), i == v);
+        }
+    }
+    struct sr_wc wc;
+    SR_CHECK_EQ(wait_wc(&f.h, f.pr.scq[0], 1, &wc, 100000 * US), 1);
+    SR_CHECK_EQ(wc.status, SR_WC_SUCCESS);
+    /* nothing outstanding: a CNP marks nothing */
+    uint64_t before = 0, after = 0;
+    for (int i = 0; ps && i < 4; i++)
+        before += ps->path[i].st.marked;
+    sr_paths_qp_cnp(f.pr.qp[0], f.h.now);
+    for (int i = 0; ps && i < 4; i++)
+        after += ps->path[i].st.marked;
+    SR_CHECK_EQ(after, before);
+    fix_close(&f);
+}
+
 int main(void)
 {
     SR_RUN(t_single);
@@ -457,5 +492,6 @@ int main(void)
     SR_RUN(t_engine_single);
     SR_RUN(t_engine_spray);
     SR_RUN(t_engine_adaptive_dead_path);
+    SR_RUN(t_engine_cnp);
     return SR_TEST_RESULT();
 }
