@@ -3,7 +3,9 @@
 # two veth links with an L4-hashed multipath route (tests/netns/
 # multipath_lib.sh), single path against spraying over 16 UDP source
 # ports (SOFTRDMA_PATH_REORDER=1: the go-back-N responder takes whatever
-# order arrives), spray and adaptive. Per point: the WRITE phase's
+# order arrives): spray per packet, spray in runs of 16 packets per port
+# (SOFTRDMA_PATH_BURST=16, which keeps UDP GSO trains) and adaptive. Per
+# point: the WRITE phase's
 # goodput of a verified mp_xfer transfer (every byte checked, so a point
 # that corrupts data fails), its ratio to single path in the same
 # repetition, the packets retransmitted and sequence NAKs received, and the
@@ -25,11 +27,12 @@ xfer=$build/bin/mp_xfer lib=$build/lib
 . "$root/tests/netns/multipath_lib.sh"
 mp_up || { echo "topology failed" >&2; exit 1; }
 
-points=(single spray adaptive)
+points=(single spray spray16 adaptive)
 env_of() {
     case $1 in
     single) echo SOFTRDMA_PATHS=1 ;;
     spray) echo SOFTRDMA_PATHS=16 SOFTRDMA_PATH_POLICY=spray SOFTRDMA_PATH_REORDER=1 ;;
+    spray16) echo SOFTRDMA_PATHS=16 SOFTRDMA_PATH_POLICY=spray SOFTRDMA_PATH_BURST=16 SOFTRDMA_PATH_REORDER=1 ;;
     adaptive) echo SOFTRDMA_PATHS=16 SOFTRDMA_PATH_POLICY=adaptive SOFTRDMA_PATH_REORDER=1 ;;
     esac
 }

@@ -38,6 +38,7 @@ void sr_paths_init(struct sr_paths *p, enum sr_paths_policy policy, uint32_t n, 
         n = SR_PATHS_MAX;
     p->n = (uint8_t)n;
     p->policy = (uint8_t)policy;
+    p->burst = 1;
     /* splitmix64 of the seed: any seed, including 0, gives a live state */
     uint64_t z = seed + 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -45,6 +46,12 @@ void sr_paths_init(struct sr_paths *p, enum sr_paths_policy policy, uint32_t n, 
     p->rng = (z ^ (z >> 31)) | 1;
     for (uint32_t i = 0; i < n; i++)
         p->path[i].port = sr_paths_port(base_port, i);
+}
+
+void sr_paths_set_burst(struct sr_paths *p, uint32_t burst)
+{
+    p->burst = (uint8_t)(burst == 0 ? 1 : burst > 255 ? 255 : burst);
+    p->burst_left = 0;
 }
 
 static uint64_t rng_next(struct sr_paths *p)
@@ -82,8 +89,10 @@ static uint64_t rtt_ref(const struct sr_paths *p)
 
 static void tok_push(struct sr_paths *p, uint8_t i)
 {
-    if (p->tok_cnt == SR_PATHS_TOK)
-        return; /* plenty recycled already */
+    if (p->tok_cnt == SR_PATHS_TOK) { /* the oldest news goes first */
+        p->tok_head = (p->tok_head + 1) & (SR_PATHS_TOK - 1);
+        p->tok_cnt--;
+    }
     p->tok[(p->tok_head + p->tok_cnt) & (SR_PATHS_TOK - 1)] = i;
     p->tok_cnt++;
 }
@@ -153,13 +162,22 @@ uint8_t sr_paths_choose(struct sr_paths *p, uint32_t psn, uint64_t now_ns)
     bool resend = r->valid && r->psn == psn;
     int excl = resend ? r->path : -1;
     uint8_t i;
-    if (p->policy == SR_PATHS_ADAPTIVE) {
-        i = adaptive(p, excl, now_ns);
+    if (!resend && p->burst_left && !sr_paths_avoided(p, p->cur, now_ns)) {
+        p->burst_left--; /* the run goes on */
+        i = p->cur;
     } else {
-        i = p->rr;
-        if (i == excl)
-            i = (uint8_t)((i + 1) % p->n);
-        p->rr = (uint8_t)((i + 1) % p->n);
+        if (p->policy == SR_PATHS_ADAPTIVE) {
+            i = adaptive(p, excl, now_ns);
+        } else {
+            i = p->rr;
+            if (i == excl)
+                i = (uint8_t)((i + 1) % p->n);
+            p->rr = (uint8_t)((i + 1) % p->n);
+        }
+        if (!resend) { /* a new run; a resend leaves the run alone */
+            p->cur = i;
+            p->burst_left = (uint8_t)(p->burst - 1);
+        }
     }
     *r = (struct sr_paths_rec){
         .psn = psn, .path = i, .valid = true, .resent = resend, .sent_ns = now_ns};
@@ -266,6 +284,7 @@ static struct sr_paths *qp_paths(struct sr_qp *qp)
     }
     sr_paths_init(qp->paths, (enum sr_paths_policy)c->path_policy, c->paths, qp->src_port,
                   c->paths_seed ^ ((uint64_t)qp->qpn << 32));
+    sr_paths_set_burst(qp->paths, c->path_burst);
     return qp->paths;
 }
 

@@ -81,8 +81,11 @@ struct sr_paths_rec {
 
 struct sr_paths {
     uint8_t n;
-    uint8_t policy; /* enum sr_paths_policy */
-    uint8_t rr;     /* SPRAY: the next value */
+    uint8_t policy;     /* enum sr_paths_policy */
+    uint8_t rr;         /* SPRAY: the next value */
+    uint8_t burst;      /* new packets per choice (1: every packet) */
+    uint8_t burst_left; /* more new packets to send on cur */
+    uint8_t cur;
     uint64_t rng;
     uint64_t seq;        /* choices made */
     uint64_t min_rtt_ns; /* 0: no sample yet */
@@ -98,6 +101,11 @@ struct sr_paths {
  * ADAPTIVE policy's exploration reproducible. */
 void sr_paths_init(struct sr_paths *p, enum sr_paths_policy policy, uint32_t n, uint16_t base_port,
                    uint64_t seed);
+/* From now on, burst (1..255) consecutive new packets share one value
+ * before the next choice: fewer, longer runs per path (a driver's
+ * offload trains survive, a go-back-N receiver sees fewer reorderings);
+ * retransmissions still choose each time. 0 or 1: every packet. */
+void sr_paths_set_burst(struct sr_paths *p, uint32_t burst);
 /* The UDP source port of value i (0xc000..0xffff, RFC 6335's dynamic
  * range; value 0 is base_port itself). */
 uint16_t sr_paths_port(uint16_t base_port, uint32_t i);

@@ -386,9 +386,11 @@ struct sr_engine_cfg {
      * peer that takes packets out of order (sr_qp_reorder_ok), or when
      * paths_reorder says to spray regardless (experiments: a go-back-N
      * peer rewinds on every reordering). paths_seed: the adaptive
-     * policy's exploration. */
+     * policy's exploration. path_burst: consecutive new packets that
+     * share a value (0 or 1: each packet chooses). */
     uint8_t paths;
     uint8_t path_policy;
+    uint8_t path_burst;
     bool paths_reorder;
     uint64_t paths_seed;
     struct sr_engine_ops ops;

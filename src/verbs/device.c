@@ -180,6 +180,7 @@ static void parse_config(struct sv_config *c)
         else if (strcmp(pp, "spray") != 0)
             fprintf(stderr, "softrdma: SOFTRDMA_PATH_POLICY=%s ignored (spray or adaptive)\n", pp);
     }
+    c->path_burst = (uint8_t)env_us("SOFTRDMA_PATH_BURST", 1, 255);
     const char *pr = getenv("SOFTRDMA_PATH_REORDER");
     c->path_reorder = pr && *pr && strcmp(pr, "0") != 0;
     /* On a real link the active MTU follows the link's (loopback: 4096). */
@@ -259,6 +260,7 @@ int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_n
         cfg.engine.paths = dev->cfg.paths;
         cfg.engine.path_policy = dev->cfg.path_policy;
         cfg.engine.paths_reorder = dev->cfg.path_reorder;
+        cfg.engine.path_burst = dev->cfg.path_burst;
         cfg.engine.paths_seed = (uint64_t)getpid();
         cfg.udp.paths = dev->cfg.paths;
         err = sr_nic_open(&cfg, &dev->nic);

@@ -59,6 +59,35 @@ static void t_spray(void)
     SR_CHECK_EQ(sr_paths_choose(&p, 42, 12 * US), 0);
 }
 
+static void t_burst(void)
+{
+    struct sr_paths p;
+    sr_paths_init(&p, SR_PATHS_SPRAY, 3, BASE, 1);
+    sr_paths_set_burst(&p, 4);
+    for (uint32_t psn = 0; psn < 24; psn++)
+        SR_CHECK_EQ(sr_paths_choose(&p, psn, 0), (psn / 4) % 3);
+    /* A resend mid-run takes another value and leaves the run alone. */
+    SR_CHECK_EQ(sr_paths_choose(&p, 24, 0), 0);
+    SR_CHECK_EQ(sr_paths_choose(&p, 25, 0), 0);
+    SR_CHECK_EQ(sr_paths_choose(&p, 25, 0), 1);
+    SR_CHECK_EQ(sr_paths_choose(&p, 26, 0), 0);
+    SR_CHECK_EQ(sr_paths_choose(&p, 27, 0), 0);
+    SR_CHECK_EQ(sr_paths_choose(&p, 28, 0), 2);
+    /* Adaptive: a run ends when its value becomes avoided. */
+    sr_paths_init(&p, SR_PATHS_ADAPTIVE, 4, BASE, 2);
+    sr_paths_set_burst(&p, 8);
+    uint8_t v = sr_paths_choose(&p, 100, 0);
+    for (uint32_t psn = 101; psn < 104; psn++)
+        SR_CHECK_EQ(sr_paths_choose(&p, psn, 0), v);
+    sr_paths_lost(&p, 101, 1);
+    for (uint32_t psn = 104; psn < 120; psn++)
+        SR_CHECK(sr_paths_choose(&p, psn, 2) != v);
+    sr_paths_set_burst(&p, 0);
+    SR_CHECK_EQ(p.burst, 1);
+    sr_paths_set_burst(&p, 1000);
+    SR_CHECK_EQ(p.burst, 255);
+}
+
 /* Sends psns [*psn, *psn + cnt) at now and acknowledges them rtt later;
  * counts the values chosen into use[]. */
 static void round_trip(struct sr_paths *p, uint32_t *psn, uint32_t cnt, uint64_t *now, uint64_t rtt,
@@ -484,6 +513,7 @@ int main(void)
     SR_RUN(t_single);
     SR_RUN(t_ports);
     SR_RUN(t_spray);
+    SR_RUN(t_burst);
     SR_RUN(t_adaptive_marked);
     SR_RUN(t_adaptive_lost);
     SR_RUN(t_adaptive_slow);
