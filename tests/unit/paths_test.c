@@ -273,6 +273,44 @@ static void t_bad_args(void)
     SR_CHECK(sr_paths_of(&p, 2 * SR_PATHS_REC - 1) >= 0);
 }
 
+/* Random feedback in any order, PSNs anywhere, time going back and
+ * forth: every choice stays a valid value, nothing crashes (ASan). */
+static void t_random(void)
+{
+    uint64_t x = 12345;
+    for (int pol = SR_PATHS_SPRAY; pol <= SR_PATHS_ADAPTIVE; pol++) {
+        struct sr_paths p;
+        sr_paths_init(&p, (enum sr_paths_policy)pol, 7, BASE, 9);
+        sr_paths_set_burst(&p, 3);
+        int bad = 0;
+        for (int k = 0; k < 200000; k++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            uint32_t psn = (uint32_t)(x >> 8) & 0xfff; /* collide often */
+            uint64_t now = (x >> 20) & 0xfffffff;
+            switch (x % 6) {
+            case 0:
+            case 1:
+                bad += sr_paths_choose(&p, psn, now) >= p.n;
+                break;
+            case 2:
+                sr_paths_acked(&p, psn, (psn + (uint32_t)(x >> 40) % 700) & 0xffffff, now);
+                break;
+            case 3:
+                sr_paths_lost(&p, psn, now);
+                break;
+            case 4:
+                sr_paths_marked(&p, psn, now);
+                break;
+            default:
+                sr_paths_rtt(&p, (uint8_t)(x >> 50), (x >> 30) & 0xfffff, now);
+                break;
+            }
+        }
+        SR_CHECK_EQ(bad, 0);
+        SR_CHECK(p.tok_cnt <= SR_PATHS_TOK);
+    }
+}
+
 /* ---- through the engine ---- */
 
 enum { MTU = 1024, XFER = 256 * 1024, MAXPKT = 8192 };
@@ -519,6 +557,7 @@ int main(void)
     SR_RUN(t_adaptive_slow);
     SR_RUN(t_seed);
     SR_RUN(t_bad_args);
+    SR_RUN(t_random);
     SR_RUN(t_engine_single);
     SR_RUN(t_engine_spray);
     SR_RUN(t_engine_adaptive_dead_path);
