@@ -5,7 +5,7 @@
  * under a heap of links, keyed by time and sequence), host engine deadlines (an indexed min-heap,
  * so a step costs O(log hosts) rather than a scan) and control events (flow starts, link changes).
  */
-#include "sr_fabric.h"
+#include "fabric_int.h"
 #include "sr_engine.h"
 #include "sr_util.h"
 #include "sr_wire.h"
@@ -21,15 +21,10 @@
 #define FAB_DEF_WINDOW   64
 #define FAB_DEF_TIMEOUT  8
 #define FAB_DEF_HEADROOM (64u * 1024)
+#define FAB_RECV_WR_ID   UINT64_MAX
+#define FAB_CONN_DEPTH   16 /* send and receive WQEs of a collective's QP */
 
 /* ---- randomness: splitmix64 seeding xoshiro256** (Blackman & Vigna) ---- */
-
-static uint64_t fab_mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 static void fab_rng_seed(uint64_t s[4], uint64_t seed)
 {
@@ -60,11 +55,6 @@ static uint64_t fab_rng_next(uint64_t s[4])
 static double fab_unit(uint64_t r)
 {
     return (double)(r >> 11) * 0x1.0p-53;
-}
-
-static uint32_t fab_below(uint64_t r, uint32_t n)
-{
-    return (uint32_t)(((r >> 32) * n) >> 32);
 }
 
 /* ---- structures ---- */
@@ -116,17 +106,38 @@ struct fab_host {
     struct sr_mr *src_mr, *dst_mr;
     uint8_t *src_buf, *dst_buf; /* verified mode: owned; else the shared ones */
     uint64_t dst_len;
-    uint32_t hpos; /* position in the deadline heap */
-    uint64_t key;  /* deadline there */
-    uint32_t flows_out, flows_in;
+    uint32_t hpos;                        /* position in the deadline heap */
+    uint64_t key;                         /* deadline there */
+    uint32_t flows_out, flows_in, imm_in; /* imm_in: steps it receives */
     uint64_t tx, rx, rx_trimmed, rx_bad;
 };
 
 struct fab_flow {
     uint32_t src, dst;
-    uint64_t bytes, start_ns, end_ns, dst_off;
-    struct sr_qp *qp[2];
+    uint64_t bytes, start_ns, end_ns, dst_off, arrive_ns;
+    uint32_t conn;      /* its QP pair */
+    uint32_t coll;      /* collective id + 1; 0: a plain WRITE */
+    int32_t after;      /* started by this flow's arrival; -1: at start_ns */
+    int32_t succ;       /* first flow this one's arrival starts, -1: none */
+    int32_t sib;        /* next flow started by the same arrival */
+    int32_t qnext;      /* next step waiting on the same connection */
     bool done, ok, bad; /* bad: completed but the bytes differ */
+};
+
+/* One RC QP pair: a plain flow has its own; the steps of a collective
+ * between the same two hosts share one, as a collective library keeps
+ * one connection per peer. */
+struct fab_conn {
+    uint32_t src, dst, coll;
+    uint32_t sends, recvs; /* WRITEs over it; of them with immediate */
+    uint32_t sq_depth, outstanding, recv_posted;
+    int32_t wait_head, wait_tail; /* steps waiting for room in the send queue */
+    struct sr_qp *qp[2];
+};
+
+struct fab_coll {
+    uint32_t flows, arrived;
+    uint64_t start_ns, end_ns;
 };
 
 enum fab_ctl_kind { FAB_CTL_PHYS, FAB_CTL_ROUTE };
@@ -177,6 +188,18 @@ struct sr_fabric {
 
     struct fab_flow *flows;
     uint32_t flow_cnt, flow_cap, flow_next, flows_done;
+    uint64_t last_start; /* of the last flow that starts by the clock */
+    struct fab_conn *conns;
+    uint32_t conn_cnt;
+    struct fab_coll *colls;
+    size_t coll_cnt, coll_cap;
+
+    uint64_t loss_rng[4];
+    uint64_t *series; /* delivered payload bytes per sample_ns */
+    size_t series_cnt, series_cap;
+    int tap_link;
+    sr_fabric_tap_fn tap_fn;
+    void *tap_ctx;
 
     uint8_t *shared_src, *shared_dst;
     uint64_t max_bytes;
@@ -454,12 +477,14 @@ static bool fab_link_send(struct sr_fabric *f, uint32_t id, struct fab_pkt *p, b
         p->stored = SR_MIN(p->stored, p->hdr_len);
         p->trimmed = true;
         sr_put_be16(p->data + 2, (uint16_t)p->len);
+        sr_put_be16(p->data + SR_IPV4_HDR_LEN + 4, (uint16_t)(p->len - SR_IPV4_HDR_LEN));
         sr_put_be16(p->data + 10, 0);
         sr_put_be16(p->data + 10, sr_inet_csum(p->data, SR_IPV4_HDR_LEN, 0));
         l->st.trimmed++;
     }
     if (is_switch && fab_ecn_due(f, l) && fab_ecn_mark(p->data))
         l->st.ecn_marked++;
+    uint64_t first_bit = SR_MAX(now, l->busy_until_ns);
     uint64_t done = fab_serialize(l, now, p->len);
     if (fab_fly_reserve(l) < 0) {
         /* Out of memory: treat as a buffer drop so counters still add up. */
@@ -467,6 +492,8 @@ static bool fab_link_send(struct sr_fabric *f, uint32_t id, struct fab_pkt *p, b
         free(p);
         return false;
     }
+    if ((int)id == f->tap_link)
+        f->tap_fn(f->tap_ctx, first_bit, p->data, p->stored, p->len);
     fab_fly_push(f, id, fab_add_sat(done, l->cfg.delay_ns), p);
     p->link = id;
     p->epoch = l->epoch;
@@ -800,6 +827,24 @@ static int fab_host_tx(void *ctx, const struct sr_tx_pkt *t)
 
 static void fab_host_poll(struct sr_fabric *f, struct fab_host *h);
 
+static uint64_t fab_discards(const struct sr_engine_stats *s)
+{
+    return s->rx_drop_malformed + s->rx_drop_no_qp + s->rx_drop_bad_peer + s->rx_drop_other +
+           s->rx_duplicate + s->seq_naks_sent + s->rnr_naks_sent + s->err_naks_sent;
+}
+
+static void fab_sample(struct sr_fabric *f, uint64_t bytes)
+{
+    size_t i = (size_t)(f->now_ns / f->cfg.sample_ns);
+    if (i >= f->series_cnt) {
+        if (fab_grow((void **)&f->series, &f->series_cap, i + 1, sizeof(*f->series)) < 0)
+            return;
+        memset(f->series + f->series_cnt, 0, (i + 1 - f->series_cnt) * sizeof(*f->series));
+        f->series_cnt = i + 1;
+    }
+    f->series[i] += bytes;
+}
+
 static void fab_host_rx(struct sr_fabric *f, struct fab_host *h, struct fab_pkt *p)
 {
     h->rx++;
@@ -823,10 +868,26 @@ static void fab_host_rx(struct sr_fabric *f, struct fab_host *h, struct fab_pkt 
     }
     uint8_t src[16];
     fab_host_addr(fab_addr_host(pkt + 12), src);
-    sr_engine_rx(h->eng, pkt + FAB_L3_LEN, p->len - FAB_L3_LEN, src, f->now_ns);
+    uint32_t payload = p->len - p->hdr_len;
+    if (f->cfg.sample_ns && payload > SR_ICRC_LEN) {
+        /* Delivered = the engine kept it: none of its discard counters
+         * (out of sequence after a NAK, duplicate, ...) moved. */
+        struct sr_engine_stats a, b;
+        sr_engine_stats(h->eng, &a);
+        sr_engine_rx(h->eng, pkt + FAB_L3_LEN, p->len - FAB_L3_LEN, src, f->now_ns);
+        sr_engine_stats(h->eng, &b);
+        if (fab_discards(&a) == fab_discards(&b))
+            fab_sample(f, payload - SR_ICRC_LEN);
+    } else {
+        sr_engine_rx(h->eng, pkt + FAB_L3_LEN, p->len - FAB_L3_LEN, src, f->now_ns);
+    }
     fab_host_poll(f, h);
     fab_host_refresh(f, h);
 }
+
+static int fab_flow_start(struct sr_fabric *f, uint32_t id);
+static int fab_post_recv(struct fab_conn *c);
+static void fab_conn_sent(struct sr_fabric *f, struct fab_conn *c);
 
 static void fab_flow_verify(struct sr_fabric *f, struct fab_flow *fl)
 {
@@ -840,14 +901,47 @@ static void fab_flow_verify(struct sr_fabric *f, struct fab_flow *fl)
     }
 }
 
+/* A step's data is in place at its receiver: verify it, account the
+ * collective, and start the steps that waited for it (their source is this
+ * receiver). */
+static void fab_flow_arrived(struct sr_fabric *f, uint32_t id)
+{
+    struct fab_flow *fl = &f->flows[id];
+    if (fl->arrive_ns != UINT64_MAX)
+        return;
+    fl->arrive_ns = f->now_ns;
+    fab_flow_verify(f, fl);
+    struct fab_coll *c = &f->colls[fl->coll - 1];
+    c->arrived++;
+    if (c->arrived == c->flows)
+        c->end_ns = f->now_ns;
+    for (int32_t s = fl->succ; s >= 0; s = f->flows[s].sib) {
+        f->flows[s].start_ns = f->now_ns;
+        fab_flow_start(f, (uint32_t)s);
+    }
+}
+
 static void fab_host_poll(struct sr_fabric *f, struct fab_host *h)
 {
-    if (!h->flows_out)
+    if (!h->flows_out && !h->imm_in)
         return;
     struct sr_wc wc[16];
     int n;
     while ((n = sr_cq_poll(h->cq, 16, wc)) > 0) {
         for (int i = 0; i < n; i++) {
+            if (wc[i].wr_id == FAB_RECV_WR_ID) {
+                /* The immediate names the step (fab_flow_start); a flushed
+                 * receive carries none. */
+                if (wc[i].status == SR_WC_SUCCESS && wc[i].opcode == SR_WC_RECV_RDMA_WITH_IMM &&
+                    wc[i].imm < f->flow_cnt && f->flows[wc[i].imm].coll &&
+                    f->flows[wc[i].imm].dst == h->id) {
+                    struct fab_conn *c = &f->conns[f->flows[wc[i].imm].conn];
+                    if (c->recv_posted < c->recvs)
+                        fab_post_recv(c);
+                    fab_flow_arrived(f, wc[i].imm);
+                }
+                continue;
+            }
             if (wc[i].wr_id >= f->flow_cnt)
                 continue;
             struct fab_flow *fl = &f->flows[wc[i].wr_id];
@@ -855,10 +949,12 @@ static void fab_host_poll(struct sr_fabric *f, struct fab_host *h)
                 continue;
             fl->done = true;
             fl->end_ns = f->now_ns;
-            fl->ok = wc[i].status == SR_WC_SUCCESS;
-            if (fl->ok)
+            /* A step was verified when its data arrived. */
+            fl->ok = wc[i].status == SR_WC_SUCCESS && !fl->bad;
+            if (fl->ok && !fl->coll)
                 fab_flow_verify(f, fl);
             f->flows_done++;
+            fab_conn_sent(f, &f->conns[fl->conn]);
         }
     }
 }
@@ -882,18 +978,20 @@ static int fab_host_init(struct sr_fabric *f, struct fab_host *h)
     ec.max_qp = h->flows_out + h->flows_in + 4;
     ec.max_cq = 4;
     ec.max_mr = 4;
-    ec.max_cqe = h->flows_out + 16;
+    ec.max_cqe = h->flows_out + h->imm_in + 16;
     ec.window_pkts = f->cfg.window_pkts ? f->cfg.window_pkts : FAB_DEF_WINDOW;
     ec.port_mtu = f->cfg.mtu ? f->cfg.mtu : 4096;
     ec.ops.tx = fab_host_tx;
     ec.ops_ctx = h;
+    if (f->cfg.engine_cfg)
+        f->cfg.engine_cfg(f->cfg.engine_cfg_ctx, h->id, &ec);
     int err = sr_engine_create(&ec, &h->eng);
     if (err)
         return err;
     err = sr_pd_alloc(h->eng, &h->pd);
     if (err)
         return err;
-    err = sr_cq_create(h->eng, h->flows_out + 16, &h->cq);
+    err = sr_cq_create(h->eng, h->flows_out + h->imm_in + 16, &h->cq);
     if (err)
         return err;
     uint32_t acc = SR_ACCESS_LOCAL_WRITE | SR_ACCESS_REMOTE_WRITE;
@@ -963,6 +1061,64 @@ static int fab_qp_up(struct sr_fabric *f, struct sr_qp *qp, struct sr_qp *peer, 
                         0);
 }
 
+/* A collective's steps between two hosts share one connection, found by
+ * (src, dst, coll) in an open-addressing table. */
+static int fab_conns_build(struct sr_fabric *f)
+{
+    size_t cap = 16, conn_cap = 0;
+    while (cap < 2 * (size_t)f->flow_cnt)
+        cap *= 2;
+    uint32_t *tab = malloc(cap * sizeof(*tab));
+    if (!tab)
+        return SR_ERR_NOMEM;
+    memset(tab, 0xff, cap * sizeof(*tab));
+    int err = 0;
+    for (uint32_t i = 0; i < f->flow_cnt && !err; i++) {
+        struct fab_flow *fl = &f->flows[i];
+        size_t slot = SIZE_MAX;
+        if (fl->coll) {
+            uint64_t k = (uint64_t)fl->src << 40 ^ (uint64_t)fl->dst << 16 ^ fl->coll;
+            slot = fab_mix64(k) & (cap - 1);
+            while (tab[slot] != UINT32_MAX) {
+                const struct fab_conn *c = &f->conns[tab[slot]];
+                if (c->src == fl->src && c->dst == fl->dst && c->coll == fl->coll)
+                    break;
+                slot = (slot + 1) & (cap - 1);
+            }
+            if (tab[slot] != UINT32_MAX) {
+                fl->conn = tab[slot];
+                f->conns[fl->conn].sends++;
+                f->conns[fl->conn].recvs++;
+                continue;
+            }
+        }
+        err = fab_grow((void **)&f->conns, &conn_cap, (size_t)f->conn_cnt + 1, sizeof(*f->conns));
+        if (err)
+            break;
+        f->conns[f->conn_cnt] = (struct fab_conn){.src = fl->src,
+                                                  .dst = fl->dst,
+                                                  .coll = fl->coll,
+                                                  .sends = 1,
+                                                  .recvs = fl->coll ? 1 : 0,
+                                                  .wait_head = -1,
+                                                  .wait_tail = -1};
+        fl->conn = f->conn_cnt++;
+        if (slot != SIZE_MAX)
+            tab[slot] = fl->conn;
+    }
+    free(tab);
+    return err;
+}
+
+static int fab_post_recv(struct fab_conn *c)
+{
+    struct sr_recv_wr rw = {.wr_id = FAB_RECV_WR_ID, .sg_list = NULL, .num_sge = 0};
+    int err = sr_qp_post_recv(c->qp[1], &rw);
+    if (!err)
+        c->recv_posted++;
+    return err;
+}
+
 /* Engines, memory and QPs, once the flows are known. */
 static int fab_setup(struct sr_fabric *f)
 {
@@ -976,34 +1132,50 @@ static int fab_setup(struct sr_fabric *f)
         struct fab_flow *fl = &f->flows[i];
         f->hosts[fl->src].flows_out++;
         f->hosts[fl->dst].flows_in++;
+        f->hosts[fl->dst].imm_in += fl->coll != 0;
         fl->dst_off = f->hosts[fl->dst].dst_len;
         f->hosts[fl->dst].dst_len += fl->bytes;
     }
+    int err = fab_conns_build(f);
+    if (err)
+        return err;
     for (uint32_t i = 0; i < f->host_cnt; i++) {
-        int err = fab_host_init(f, &f->hosts[i]);
+        err = fab_host_init(f, &f->hosts[i]);
         if (err)
             return err;
     }
-    for (uint32_t i = 0; i < f->flow_cnt; i++) {
-        struct fab_flow *fl = &f->flows[i];
-        uint32_t ends[2] = {fl->src, fl->dst};
+    for (uint32_t i = 0; i < f->conn_cnt; i++) {
+        struct fab_conn *c = &f->conns[i];
+        uint32_t ends[2] = {c->src, c->dst};
+        /* A plain flow posts one WRITE; a collective's sends beyond the
+         * queue wait in the simulator (wait_head), and receives are
+         * replenished as they complete, so a long collective does not
+         * hold thousands of WQEs per QP. */
+        c->sq_depth = SR_MIN(c->sends, FAB_CONN_DEPTH);
+        uint32_t rq = SR_MAX(1, SR_MIN(c->recvs, FAB_CONN_DEPTH));
         for (int e = 0; e < 2; e++) {
             struct fab_host *h = &f->hosts[ends[e]];
             struct sr_qp_init_attr ia = {
                 .qp_type = SR_QPT_RC,
                 .send_cq = h->cq,
                 .recv_cq = h->cq,
-                .cap = {.max_send_wr = 4, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1},
+                .cap = {.max_send_wr = SR_MAX(4, c->sq_depth),
+                        .max_recv_wr = rq,
+                        .max_send_sge = 1,
+                        .max_recv_sge = 1},
             };
-            int err = sr_qp_create(h->pd, &ia, &fl->qp[e]);
+            err = sr_qp_create(h->pd, &ia, &c->qp[e]);
             if (err)
                 return err;
         }
         for (int e = 0; e < 2; e++) {
-            int err = fab_qp_up(f, fl->qp[e], fl->qp[1 - e], ends[1 - e]);
+            err = fab_qp_up(f, c->qp[e], c->qp[1 - e], ends[1 - e]);
             if (err)
                 return err;
         }
+        while (c->recv_posted < SR_MIN(c->recvs, rq))
+            if ((err = fab_post_recv(c)) != 0)
+                return err;
     }
     f->hheap = malloc(f->host_cnt * sizeof(*f->hheap));
     if (!f->hheap)
@@ -1019,30 +1191,70 @@ static int fab_setup(struct sr_fabric *f)
     return 0;
 }
 
-static int fab_flow_start(struct sr_fabric *f, uint32_t id)
+static void fab_flow_fail(struct sr_fabric *f, struct fab_flow *fl)
+{
+    fl->done = true;
+    fl->ok = false;
+    fl->end_ns = f->now_ns;
+    f->flows_done++;
+}
+
+static void fab_flow_post(struct sr_fabric *f, uint32_t id)
 {
     struct fab_flow *fl = &f->flows[id];
+    struct fab_conn *c = &f->conns[fl->conn];
     struct fab_host *s = &f->hosts[fl->src], *d = &f->hosts[fl->dst];
     uint64_t dst_va = f->cfg.mode == SR_FABRIC_VERIFIED ? fl->dst_off : 0;
     struct sr_sge sge = {.addr = 0, .length = (uint32_t)fl->bytes, .lkey = sr_mr_lkey(s->src_mr)};
+    /* A step announces its arrival with an immediate naming it (IBA
+     * 9.4.1.2: a WRITE with immediate consumes a receive WQE and completes
+     * it at the responder once the data is placed). */
     struct sr_send_wr wr = {
         .wr_id = id,
         .sg_list = &sge,
         .num_sge = 1,
-        .opcode = SR_WR_RDMA_WRITE,
+        .opcode = fl->coll ? SR_WR_RDMA_WRITE_WITH_IMM : SR_WR_RDMA_WRITE,
         .send_flags = SR_SEND_SIGNALED,
+        .imm = id,
         .remote_addr = dst_va,
         .rkey = sr_mr_rkey(d->dst_mr),
     };
-    int err = sr_qp_post_send(fl->qp[0], &wr, f->now_ns);
-    if (err) {
-        fl->done = true;
-        fl->ok = false;
-        fl->end_ns = f->now_ns;
-        f->flows_done++;
+    c->outstanding++;
+    if (sr_qp_post_send(c->qp[0], &wr, f->now_ns) != 0) {
+        c->outstanding--;
+        fab_flow_fail(f, fl);
     }
-    fab_host_refresh(f, s);
+}
+
+static int fab_flow_start(struct sr_fabric *f, uint32_t id)
+{
+    struct fab_flow *fl = &f->flows[id];
+    struct fab_conn *c = &f->conns[fl->conn];
+    if (c->outstanding >= c->sq_depth) {
+        fl->qnext = -1;
+        if (c->wait_tail >= 0)
+            f->flows[c->wait_tail].qnext = (int32_t)id;
+        else
+            c->wait_head = (int32_t)id;
+        c->wait_tail = (int32_t)id;
+        return 0;
+    }
+    fab_flow_post(f, id);
+    fab_host_refresh(f, &f->hosts[fl->src]);
     return 0;
+}
+
+/* A send completed on c: the next waiting step takes its place. */
+static void fab_conn_sent(struct sr_fabric *f, struct fab_conn *c)
+{
+    c->outstanding--;
+    if (c->wait_head < 0)
+        return;
+    uint32_t id = (uint32_t)c->wait_head;
+    c->wait_head = f->flows[id].qnext;
+    if (c->wait_head < 0)
+        c->wait_tail = -1;
+    fab_flow_post(f, id);
 }
 
 /* ---- public: create, workload, schedule ---- */
@@ -1079,7 +1291,9 @@ struct sr_fabric *sr_fabric_create(const struct sr_fabric_cfg *cfg, int *err)
         return NULL;
     }
     f->cfg = *cfg;
+    f->tap_link = -1;
     fab_rng_seed(f->rng, cfg->seed);
+    fab_rng_seed(f->loss_rng, fab_mix64(cfg->seed ^ 0x1055ull));
     *err = fab_build(f);
     if (!*err) {
         f->heap = malloc(f->link_cnt * sizeof(*f->heap));
@@ -1125,6 +1339,9 @@ void sr_fabric_destroy(struct sr_fabric *f)
     free(f->heap);
     free(f->ctl);
     free(f->flows);
+    free(f->conns);
+    free(f->colls);
+    free(f->series);
     free(f->hosts);
     free(f->links);
     free(f->nodes);
@@ -1203,84 +1420,104 @@ int sr_fabric_find_link(const struct sr_fabric *f, int from, int to)
     return SR_ERR_INVAL;
 }
 
-int sr_fabric_add_flow(struct sr_fabric *f, uint32_t src, uint32_t dst, uint64_t bytes,
-                       uint64_t start_ns)
+static int fab_flow_add(struct sr_fabric *f, uint32_t coll, uint32_t src, uint32_t dst,
+                        uint64_t bytes, int after, uint64_t start_ns)
 {
     if (!f || f->started || src >= f->host_cnt || dst >= f->host_cnt || src == dst || !bytes ||
-        bytes > UINT32_MAX || f->flow_cnt >= INT32_MAX)
+        bytes > UINT32_MAX || f->flow_cnt >= INT32_MAX - 1)
         return SR_ERR_INVAL;
-    if (f->flow_cnt && f->flows[f->flow_cnt - 1].start_ns > start_ns)
+    if (after >= (int)f->flow_cnt || (after >= 0 && f->flows[after].dst != src) ||
+        (after >= 0 && !f->flows[after].coll))
+        return SR_ERR_INVAL;
+    if (after < 0 && f->flow_cnt && f->last_start > start_ns)
         return SR_ERR_INVAL;
     size_t cap = f->flow_cap;
     if (fab_grow((void **)&f->flows, &cap, (size_t)f->flow_cnt + 1, sizeof(*f->flows)) < 0)
         return SR_ERR_NOMEM;
     f->flow_cap = (uint32_t)cap;
-    f->flows[f->flow_cnt] = (struct fab_flow){
-        .src = src, .dst = dst, .bytes = bytes, .start_ns = start_ns, .end_ns = UINT64_MAX};
+    uint32_t id = f->flow_cnt;
+    f->flows[id] = (struct fab_flow){.src = src,
+                                     .dst = dst,
+                                     .bytes = bytes,
+                                     .start_ns = after < 0 ? start_ns : UINT64_MAX,
+                                     .end_ns = UINT64_MAX,
+                                     .arrive_ns = UINT64_MAX,
+                                     .coll = coll,
+                                     .after = after,
+                                     .succ = -1,
+                                     .sib = -1,
+                                     .qnext = -1};
+    if (after >= 0) {
+        f->flows[id].sib = f->flows[after].succ;
+        f->flows[after].succ = (int32_t)id;
+    } else {
+        f->last_start = start_ns;
+    }
+    if (coll) {
+        struct fab_coll *c = &f->colls[coll - 1];
+        c->flows++;
+        if (after < 0 && start_ns < c->start_ns)
+            c->start_ns = start_ns;
+    }
     f->max_bytes = SR_MAX(f->max_bytes, bytes);
-    return (int)f->flow_cnt++;
+    f->flow_cnt++;
+    return (int)id;
 }
 
-int sr_fabric_permutation(struct sr_fabric *f, uint64_t bytes, uint64_t start_ns)
+int sr_fabric_add_flow(struct sr_fabric *f, uint32_t src, uint32_t dst, uint64_t bytes,
+                       uint64_t start_ns)
 {
-    uint32_t n = f->host_cnt;
-    uint32_t *perm = malloc(n * sizeof(*perm));
-    if (!perm)
-        return SR_ERR_NOMEM;
-    for (uint32_t i = 0; i < n; i++)
-        perm[i] = i;
-    /* Sattolo's shuffle: a single n-cycle, so no host sends to itself. */
-    for (uint32_t i = n - 1; i > 0; i--) {
-        uint32_t j = fab_below(fab_rng_next(f->rng), i);
-        uint32_t t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
-    int err = 0;
-    for (uint32_t i = 0; i < n && err >= 0; i++)
-        err = sr_fabric_add_flow(f, i, perm[i], bytes, start_ns);
-    free(perm);
-    return err < 0 ? err : 0;
+    return fab_flow_add(f, 0, src, dst, bytes, -1, start_ns);
 }
 
-int sr_fabric_incast(struct sr_fabric *f, uint32_t dst, uint32_t senders, uint64_t bytes,
-                     uint64_t start_ns)
+int sr_fabric_coll_new(struct sr_fabric *f)
 {
-    uint32_t n = f->host_cnt;
-    if (dst >= n || !senders || senders > n - 1)
+    if (!f || f->started || f->coll_cnt >= INT32_MAX - 1)
         return SR_ERR_INVAL;
-    uint32_t *ord = malloc(n * sizeof(*ord));
-    if (!ord)
+    if (fab_grow((void **)&f->colls, &f->coll_cap, f->coll_cnt + 1, sizeof(*f->colls)) < 0)
         return SR_ERR_NOMEM;
-    for (uint32_t i = 0; i < n; i++)
-        ord[i] = i;
-    for (uint32_t i = n - 1; i > 0; i--) {
-        uint32_t j = fab_below(fab_rng_next(f->rng), i + 1);
-        uint32_t t = ord[i];
-        ord[i] = ord[j];
-        ord[j] = t;
-    }
-    int err = 0;
-    for (uint32_t i = 0, cnt = 0; i < n && cnt < senders && err >= 0; i++) {
-        if (ord[i] == dst)
-            continue;
-        err = sr_fabric_add_flow(f, ord[i], dst, bytes, start_ns);
-        cnt++;
-    }
-    free(ord);
-    return err < 0 ? err : 0;
+    f->colls[f->coll_cnt] = (struct fab_coll){.start_ns = UINT64_MAX, .end_ns = UINT64_MAX};
+    return (int)f->coll_cnt++;
 }
 
-int sr_fabric_all_to_all(struct sr_fabric *f, uint64_t bytes, uint64_t start_ns)
+int sr_fabric_add_step(struct sr_fabric *f, int coll, uint32_t src, uint32_t dst, uint64_t bytes,
+                       int after, uint64_t start_ns)
 {
-    for (uint32_t s = 0; s < f->host_cnt; s++)
-        for (uint32_t d = 0; d < f->host_cnt; d++) {
-            if (s == d)
-                continue;
-            int err = sr_fabric_add_flow(f, s, d, bytes, start_ns);
-            if (err < 0)
-                return err;
-        }
+    if (!f || coll < 0 || (size_t)coll >= f->coll_cnt)
+        return SR_ERR_INVAL;
+    if (after >= 0 && after < (int)f->flow_cnt && f->flows[after].coll != (uint32_t)coll + 1)
+        return SR_ERR_INVAL;
+    return fab_flow_add(f, (uint32_t)coll + 1, src, dst, bytes, after, start_ns);
+}
+
+int sr_fabric_coll_info(const struct sr_fabric *f, int coll, struct sr_fabric_coll_info *out)
+{
+    if (!f || !out || coll < 0 || (size_t)coll >= f->coll_cnt)
+        return SR_ERR_INVAL;
+    const struct fab_coll *c = &f->colls[coll];
+    *out = (struct sr_fabric_coll_info){
+        .flows = c->flows, .arrived = c->arrived, .start_ns = c->start_ns, .end_ns = c->end_ns};
+    return 0;
+}
+
+uint32_t sr_fabric_coll_cnt(const struct sr_fabric *f)
+{
+    return (uint32_t)f->coll_cnt;
+}
+
+const uint64_t *sr_fabric_series(const struct sr_fabric *f, uint32_t *cnt)
+{
+    *cnt = (uint32_t)f->series_cnt;
+    return f->cfg.sample_ns ? f->series : NULL;
+}
+
+int sr_fabric_set_tap(struct sr_fabric *f, int link, sr_fabric_tap_fn fn, void *ctx)
+{
+    if (!f || link >= (int)f->link_cnt || (link >= 0 && !fn))
+        return SR_ERR_INVAL;
+    f->tap_link = link < 0 ? -1 : link;
+    f->tap_fn = fn;
+    f->tap_ctx = ctx;
     return 0;
 }
 
@@ -1353,6 +1590,11 @@ static void fab_deliver(struct sr_fabric *f)
         free(p);
         return;
     }
+    if (f->cfg.loss > 0 && fab_unit(fab_rng_next(f->loss_rng)) < f->cfg.loss) {
+        l->st.loss_drops++;
+        free(p);
+        return;
+    }
     l->st.arrived++;
     if ((uint32_t)l->to < f->host_cnt) {
         fab_host_rx(f, &f->hosts[l->to], p);
@@ -1376,6 +1618,9 @@ int sr_fabric_run(struct sr_fabric *f, uint64_t until_ns)
         if (f->flow_cnt && f->flows_done == f->flow_cnt)
             return SR_FABRIC_DONE;
         uint64_t t_ctl = f->ctl_next < f->ctl_cnt ? f->ctl[f->ctl_next].at_ns : UINT64_MAX;
+        /* Steps that wait for an arrival start from fab_flow_arrived. */
+        while (f->flow_next < f->flow_cnt && f->flows[f->flow_next].after >= 0)
+            f->flow_next++;
         uint64_t t_flow = f->flow_next < f->flow_cnt ? f->flows[f->flow_next].start_ns : UINT64_MAX;
         uint64_t t_pkt = fab_fly_next(f);
         uint64_t t_host = f->hheap_cnt ? f->hosts[f->hheap[0]].key : UINT64_MAX;
@@ -1446,6 +1691,9 @@ int sr_fabric_flow_info(const struct sr_fabric *f, int flow, struct sr_fabric_fl
                                         .bytes = fl->bytes,
                                         .start_ns = fl->start_ns,
                                         .end_ns = fl->end_ns,
+                                        .arrive_ns = fl->arrive_ns,
+                                        .after = fl->after,
+                                        .coll = fl->coll,
                                         .done = fl->done,
                                         .ok = fl->ok};
     return 0;
@@ -1501,7 +1749,7 @@ void sr_fabric_summary(struct sr_fabric *f, struct sr_fabric_summary *out)
     uint32_t fl_cnt = 0;
     for (uint32_t i = 0; i < f->link_cnt; i++) {
         const struct fab_link *l = &f->links[i];
-        out->drops += l->st.drops + l->st.down_drops + l->st.wire_drops;
+        out->drops += l->st.drops + l->st.down_drops + l->st.wire_drops + l->st.loss_drops;
         out->ecn_marked += l->st.ecn_marked;
         out->max_q_bytes = SR_MAX(out->max_q_bytes, l->st.max_q_bytes);
         if ((uint32_t)l->from < f->host_cnt || (uint32_t)l->to < f->host_cnt || !span)
@@ -1517,6 +1765,14 @@ void sr_fabric_summary(struct sr_fabric *f, struct sr_fabric_summary *out)
         out->mean_util /= fl_cnt;
     for (uint32_t i = 0; i < f->flow_cnt; i++)
         out->verified_bad += f->flows[i].bad;
+    out->colls = (uint32_t)f->coll_cnt;
+    for (size_t i = 0; i < f->coll_cnt; i++) {
+        const struct fab_coll *c = &f->colls[i];
+        if (c->end_ns == UINT64_MAX || c->start_ns == UINT64_MAX)
+            continue;
+        out->colls_done++;
+        out->coll_max_ns = SR_MAX(out->coll_max_ns, c->end_ns - c->start_ns);
+    }
 }
 
 static uint64_t fab_digest_add(uint64_t h, uint64_t v)
@@ -1531,16 +1787,26 @@ uint64_t sr_fabric_digest(struct sr_fabric *f)
     for (uint32_t i = 0; i < f->link_cnt; i++) {
         struct sr_fabric_link_stats s;
         sr_fabric_link_stats(f, (int)i, &s);
-        const uint64_t v[] = {s.tx_pkts, s.tx_bytes,   s.arrived,     s.drops,      s.down_drops,
-                              s.trimmed, s.ecn_marked, s.max_q_bytes, s.wire_drops, s.q_pkts};
+        const uint64_t v[] = {s.tx_pkts,    s.tx_bytes, s.arrived,    s.drops,
+                              s.down_drops, s.trimmed,  s.ecn_marked, s.max_q_bytes,
+                              s.wire_drops, s.q_pkts,   s.loss_drops};
         for (size_t j = 0; j < sizeof(v) / sizeof(v[0]); j++)
             h = fab_digest_add(h, v[j]);
     }
     for (uint32_t i = 0; i < f->flow_cnt; i++) {
         h = fab_digest_add(h, f->flows[i].end_ns);
         h = fab_digest_add(h, f->flows[i].ok);
+        if (f->flows[i].coll)
+            h = fab_digest_add(h, f->flows[i].arrive_ns);
     }
+    for (size_t i = 0; i < f->series_cnt; i++)
+        h = fab_digest_add(h, f->series[i]);
     for (uint32_t i = 0; i < f->host_cnt; i++)
         h = fab_digest_add(h, f->hosts[i].rx ^ f->hosts[i].tx << 32);
     return h;
+}
+
+uint64_t fab_rand(struct sr_fabric *f)
+{
+    return fab_rng_next(f->rng);
 }
