@@ -404,6 +404,13 @@ static void fab_host_refresh(struct sr_fabric *f, struct fab_host *h)
 
 static void fab_q_drain(struct fab_link *l, uint64_t now_ns)
 {
+    /* Idle since the last packet finished: all of the queue has left,
+     * without reading the ring (whose entries are long out of cache). */
+    if (l->busy_until_ns <= now_ns) {
+        l->q_cnt = 0;
+        l->q_bytes = 0;
+        return;
+    }
     uint32_t mask = l->fly_cap - 1;
     while (l->q_cnt) {
         const struct fab_ev *e = &l->fly[(l->fly_head + l->fly_cnt - l->q_cnt) & mask];
