@@ -1,10 +1,13 @@
 /* fabric.c: the fabric simulator: topology construction, per-hop
- * forwarding (ECMP, ECN, drop-tail, trimming), link failure schedule, the
- * hosts' engines and RoCEv2 encapsulation, the workload and its metrics,
- * and the event loop over three sources: packet arrivals (per-link FIFOs
- * under a heap of links, keyed by time and sequence), host engine deadlines (an indexed min-heap,
- * so a step costs O(log hosts) rather than a scan) and control events (flow starts, link changes).
- */
+ * forwarding (ECMP, ECN, drop-tail, trimming, random loss), link failure
+ * schedule, the hosts' engines and RoCEv2 encapsulation, flows and
+ * collective steps (WRITEs with immediate started by arrivals), and the
+ * event loop over three sources: packet arrivals (per-link FIFOs under a
+ * heap of links, keyed by time and sequence), host engine deadlines (an
+ * indexed min-heap, so a step costs O(log hosts) rather than a scan) and
+ * control events (flow starts, link changes). Workloads are in
+ * fabric_workload.c, metrics in fabric_metrics.c, the pcap tap in
+ * fabric_pcap.c. */
 #include "fabric_int.h"
 #include "sr_engine.h"
 #include "sr_util.h"
@@ -16,8 +19,6 @@
 
 #define FAB_NS_PER_S     1000000000ull
 #define FAB_MAX_PORTS    1024
-#define FAB_L3_LEN       (SR_IPV4_HDR_LEN + SR_UDP_HDR_LEN)
-#define FAB_PKT_MAX      (FAB_L3_LEN + SR_MAX_HDR_LEN + SR_MAX_PMTU + 8)
 #define FAB_DEF_WINDOW   64
 #define FAB_DEF_TIMEOUT  8
 #define FAB_DEF_HEADROOM (64u * 1024)
@@ -57,160 +58,40 @@ static double fab_unit(uint64_t r)
     return (double)(r >> 11) * 0x1.0p-53;
 }
 
-/* ---- structures ---- */
-
-struct fab_link {
-    int from, to;
-    struct sr_fabric_link_cfg cfg;
-    bool up;        /* physical: carries packets */
-    bool route_up;  /* what routing believes, detect_ns behind up */
-    uint32_t epoch; /* bumped on each failure: packets sent before it die */
-    uint64_t busy_until_ns, busy_rem;
-    /* Accepted and not yet arrived, in order: a ring of power-of-two
-     * capacity indexed by mask. Its last q_cnt entries are still being
-     * serialized (what the queue length counts, q_bytes): one ring serves
-     * both, so a hop touches one array. */
-    struct fab_ev *fly;
-    uint32_t fly_head, fly_cnt, fly_cap;
-    uint32_t q_cnt;
-    uint64_t q_bytes;
-    uint64_t rng[4];
-    struct sr_fabric_link_stats st;
-};
-
-/* A packet in the fabric: one allocation from the sending host to its
- * fate, moved from hop to hop. data holds stored bytes (the whole packet,
- * or in header-only mode its headers); len is the length on the wire. */
-struct fab_pkt {
-    uint32_t len, stored, hdr_len; /* hdr_len: IP + UDP + transport headers */
-    uint32_t link;                 /* link it is crossing */
-    uint32_t epoch;
-    uint32_t dst;       /* destination host */
-    uint64_t flow_hash; /* of the 5-tuple, salted per switch */
-    bool trimmed;
-    uint8_t data[];
-};
-
-struct fab_ev {
-    uint64_t at_ns, seq;
-    struct fab_pkt *pkt;
-    uint32_t len; /* on the wire; serialized by at_ns - the link's delay */
-};
-
-struct fab_host {
-    struct sr_fabric *f;
-    uint32_t id;
-    struct sr_engine *eng;
-    struct sr_pd *pd;
-    struct sr_cq *cq;
-    struct sr_mr *src_mr, *dst_mr;
-    uint8_t *src_buf, *dst_buf; /* verified mode: owned; else the shared ones */
-    uint64_t dst_len;
-    uint32_t hpos;                        /* position in the deadline heap */
-    uint64_t key;                         /* deadline there */
-    uint32_t flows_out, flows_in, imm_in; /* imm_in: steps it receives */
-    uint64_t tx, rx, rx_trimmed, rx_bad;
-};
-
-struct fab_flow {
-    uint32_t src, dst;
-    uint64_t bytes, start_ns, end_ns, dst_off, arrive_ns;
-    uint32_t conn;      /* its QP pair */
-    uint32_t coll;      /* collective id + 1; 0: a plain WRITE */
-    int32_t after;      /* started by this flow's arrival; -1: at start_ns */
-    int32_t succ;       /* first flow this one's arrival starts, -1: none */
-    int32_t sib;        /* next flow started by the same arrival */
-    int32_t qnext;      /* next step waiting on the same connection */
-    bool done, ok, bad; /* bad: completed but the bytes differ */
-};
-
-/* One RC QP pair: a plain flow has its own; the steps of a collective
- * between the same two hosts share one, as a collective library keeps
- * one connection per peer. */
-struct fab_conn {
-    uint32_t src, dst, coll;
-    uint32_t sends, recvs; /* WRITEs over it; of them with immediate */
-    uint32_t sq_depth, outstanding, recv_posted;
-    int32_t wait_head, wait_tail; /* steps waiting for room in the send queue */
-    struct sr_qp *qp[2];
-};
-
-struct fab_coll {
-    uint32_t flows, arrived;
-    uint64_t start_ns, end_ns;
-};
-
-enum fab_ctl_kind { FAB_CTL_PHYS, FAB_CTL_ROUTE };
-
-struct fab_ctl {
-    uint64_t at_ns, seq;
-    int a, b;
-    uint8_t kind;
-    bool up;
-};
-
-struct fab_node {
-    enum sr_fabric_node_kind kind;
-    uint32_t port_cnt;
-    uint32_t *ports; /* out-link ids, in topology order (see the builders) */
-    uint64_t salt;   /* ECMP hash salt, so tiers do not polarise */
-    uint64_t in, dropped, noroute;
-};
-
-/* A heap entry carries its link's head key, so comparisons touch only the
- * heap array. */
-struct fab_lkey {
-    uint64_t at_ns, seq;
-    struct fab_pkt *pkt; /* the head itself, to prefetch it early */
-    uint32_t link;
-};
-
-struct sr_fabric {
-    struct sr_fabric_cfg cfg;
-    uint64_t now_ns, seq;
-    uint64_t rng[4];
-    bool started;
-    uint32_t host_cnt, node_cnt, link_cnt;
-    uint32_t half;        /* fat-tree k/2 */
-    uint32_t routes_down; /* links routing believes down */
-    struct fab_node *nodes;
-    struct fab_link *links;
-    struct fab_host *hosts;
-
-    struct fab_lkey *heap; /* links with packets in flight, by their oldest */
-    uint32_t heap_cnt;
-    size_t pending;
-    uint32_t *hheap; /* host ids by deadline */
-    uint32_t hheap_cnt;
-
-    struct fab_ctl *ctl;
-    size_t ctl_cnt, ctl_cap, ctl_next;
-
-    struct fab_flow *flows;
-    uint32_t flow_cnt, flow_cap, flow_next, flows_done;
-    uint64_t last_start; /* of the last flow that starts by the clock */
-    struct fab_conn *conns;
-    uint32_t conn_cnt;
-    struct fab_coll *colls;
-    size_t coll_cnt, coll_cap;
-
-    uint64_t loss_rng[4];
-    uint64_t *series; /* delivered payload bytes per sample_ns */
-    size_t series_cnt, series_cap;
-    int tap_link;
-    sr_fabric_tap_fn tap_fn;
-    void *tap_ctx;
-
-    uint8_t *shared_src, *shared_dst;
-    uint64_t max_bytes;
-    uint64_t events;
-    /* Header-only receive scratch: headers in front of a payload nobody
-     * reads. Separate from anything tx touches, since the engine transmits
-     * while it still reads the packet. */
-    uint8_t rx_buf[FAB_PKT_MAX];
-};
-
 /* ---- small helpers ---- */
+
+static struct fab_pkt *fab_pkt_alloc(struct sr_fabric *f, size_t stored)
+{
+    struct fab_pkt *p;
+    if (sizeof(*p) + stored > FAB_SMALL_PKT) {
+        p = malloc(sizeof(*p) + stored);
+        if (p)
+            p->pooled = false;
+        return p;
+    }
+    if (f->pool) {
+        p = f->pool;
+        memcpy(&f->pool, p, sizeof(void *));
+        f->pool_cnt--;
+    } else {
+        p = malloc(FAB_SMALL_PKT);
+        if (!p)
+            return NULL;
+    }
+    p->pooled = true;
+    return p;
+}
+
+static void fab_pkt_free(struct sr_fabric *f, struct fab_pkt *p)
+{
+    if (!p->pooled || f->pool_cnt >= FAB_POOL_MAX) {
+        free(p);
+        return;
+    }
+    memcpy(p, &f->pool, sizeof(void *));
+    f->pool = p;
+    f->pool_cnt++;
+}
 
 static uint64_t fab_add_sat(uint64_t a, uint64_t b)
 {
@@ -402,7 +283,7 @@ static void fab_host_refresh(struct sr_fabric *f, struct fab_host *h)
 
 /* ---- links ---- */
 
-static void fab_q_drain(struct fab_link *l, uint64_t now_ns)
+void fab_q_drain(struct fab_link *l, uint64_t now_ns)
 {
     /* Idle since the last packet finished: all of the queue has left,
      * without reading the ring (whose entries are long out of cache). */
@@ -471,7 +352,7 @@ static bool fab_link_send(struct sr_fabric *f, uint32_t id, struct fab_pkt *p, b
     fab_q_drain(l, now);
     if (!l->up) {
         l->st.down_drops++;
-        free(p);
+        fab_pkt_free(f, p);
         return false;
     }
     /* A host's own NIC queue never drops: the engine's window bounds it,
@@ -482,7 +363,7 @@ static bool fab_link_send(struct sr_fabric *f, uint32_t id, struct fab_pkt *p, b
         if (!f->cfg.trim || p->trimmed || p->hdr_len >= p->len ||
             l->q_bytes + p->hdr_len > limit + room) {
             l->st.drops++;
-            free(p);
+            fab_pkt_free(f, p);
             return false;
         }
         /* Cut the payload, keep the headers: the receiver learns of the
@@ -503,7 +384,7 @@ static bool fab_link_send(struct sr_fabric *f, uint32_t id, struct fab_pkt *p, b
     if (fab_fly_reserve(l) < 0) {
         /* Out of memory: treat as a buffer drop so counters still add up. */
         l->st.drops++;
-        free(p);
+        fab_pkt_free(f, p);
         return false;
     }
     if ((int)id == f->tap_link)
@@ -781,7 +662,7 @@ static void fab_switch_rx(struct sr_fabric *f, uint32_t node, struct fab_pkt *p)
     if (!cnt) {
         n->noroute++;
         n->dropped++;
-        free(p);
+        fab_pkt_free(f, p);
         return;
     }
     uint32_t pick = cnt == 1 ? 0 : (uint32_t)(fab_mix64(p->flow_hash ^ n->salt) % cnt);
@@ -811,7 +692,7 @@ static int fab_host_tx(void *ctx, const struct sr_tx_pkt *t)
     size_t hdr = (size_t)hl + t->hdr_len;
     bool full = f->cfg.mode == SR_FABRIC_VERIFIED;
     size_t stored = full ? len : hdr;
-    struct fab_pkt *p = malloc(sizeof(*p) + stored);
+    struct fab_pkt *p = fab_pkt_alloc(f, stored);
     if (!p)
         return -1;
     memcpy(p->data, l3, (size_t)hl);
@@ -1342,11 +1223,17 @@ void sr_fabric_destroy(struct sr_fabric *f)
     for (uint32_t i = 0; f->links && i < f->link_cnt; i++) {
         struct fab_link *l = &f->links[i];
         for (uint32_t j = 0; j < l->fly_cnt; j++)
-            free(l->fly[(l->fly_head + j) & (l->fly_cap - 1)].pkt);
+            fab_pkt_free(f, l->fly[(l->fly_head + j) & (l->fly_cap - 1)].pkt);
         free(l->fly);
     }
     for (uint32_t i = 0; f->nodes && i < f->node_cnt; i++)
         free(f->nodes[i].ports);
+    while (f->pool) {
+        void *next;
+        memcpy(&next, f->pool, sizeof(next));
+        free(f->pool);
+        f->pool = next;
+    }
     free(f->shared_src);
     free(f->shared_dst);
     free(f->hheap);
@@ -1504,27 +1391,6 @@ int sr_fabric_add_step(struct sr_fabric *f, int coll, uint32_t src, uint32_t dst
     return fab_flow_add(f, (uint32_t)coll + 1, src, dst, bytes, after, start_ns);
 }
 
-int sr_fabric_coll_info(const struct sr_fabric *f, int coll, struct sr_fabric_coll_info *out)
-{
-    if (!f || !out || coll < 0 || (size_t)coll >= f->coll_cnt)
-        return SR_ERR_INVAL;
-    const struct fab_coll *c = &f->colls[coll];
-    *out = (struct sr_fabric_coll_info){
-        .flows = c->flows, .arrived = c->arrived, .start_ns = c->start_ns, .end_ns = c->end_ns};
-    return 0;
-}
-
-uint32_t sr_fabric_coll_cnt(const struct sr_fabric *f)
-{
-    return (uint32_t)f->coll_cnt;
-}
-
-const uint64_t *sr_fabric_series(const struct sr_fabric *f, uint32_t *cnt)
-{
-    *cnt = (uint32_t)f->series_cnt;
-    return f->cfg.sample_ns ? f->series : NULL;
-}
-
 int sr_fabric_set_tap(struct sr_fabric *f, int link, sr_fabric_tap_fn fn, void *ctx)
 {
     if (!f || link >= (int)f->link_cnt || (link >= 0 && !fn))
@@ -1608,18 +1474,18 @@ static void fab_deliver(struct sr_fabric *f)
     f->events++;
     if (!l->up || l->epoch != p->epoch) {
         l->st.wire_drops++;
-        free(p);
+        fab_pkt_free(f, p);
         return;
     }
     if (f->cfg.loss > 0 && fab_unit(fab_rng_next(f->loss_rng)) < f->cfg.loss) {
         l->st.loss_drops++;
-        free(p);
+        fab_pkt_free(f, p);
         return;
     }
     l->st.arrived++;
     if ((uint32_t)l->to < f->host_cnt) {
         fab_host_rx(f, &f->hosts[l->to], p);
-        free(p);
+        fab_pkt_free(f, p);
     } else {
         fab_switch_rx(f, (uint32_t)l->to, p);
     }
@@ -1669,162 +1535,6 @@ int sr_fabric_run(struct sr_fabric *f, uint64_t until_ns)
             fab_host_refresh(f, h);
         }
     }
-}
-
-/* ---- metrics ---- */
-
-int sr_fabric_link_stats(struct sr_fabric *f, int link, struct sr_fabric_link_stats *out)
-{
-    if (!f || !out || link < 0 || (uint32_t)link >= f->link_cnt)
-        return SR_ERR_INVAL;
-    struct fab_link *l = &f->links[link];
-    fab_q_drain(l, f->now_ns);
-    *out = l->st;
-    out->q_pkts = l->q_cnt;
-    return 0;
-}
-
-int sr_fabric_switch_stats(struct sr_fabric *f, int node, struct sr_fabric_switch_stats *out)
-{
-    if (!f || !out || node < (int)f->host_cnt || (uint32_t)node >= f->node_cnt)
-        return SR_ERR_INVAL;
-    struct fab_node *n = &f->nodes[node];
-    memset(out, 0, sizeof(*out));
-    out->in = n->in;
-    out->dropped = n->dropped;
-    out->noroute = n->noroute;
-    for (uint32_t i = 0; i < n->port_cnt; i++) {
-        struct fab_link *l = &f->links[n->ports[i]];
-        fab_q_drain(l, f->now_ns);
-        out->queued += l->q_cnt;
-        out->out += l->st.tx_pkts - l->q_cnt;
-    }
-    return 0;
-}
-
-int sr_fabric_flow_info(const struct sr_fabric *f, int flow, struct sr_fabric_flow_info *out)
-{
-    if (!f || !out || flow < 0 || (uint32_t)flow >= f->flow_cnt)
-        return SR_ERR_INVAL;
-    const struct fab_flow *fl = &f->flows[flow];
-    *out = (struct sr_fabric_flow_info){.src = fl->src,
-                                        .dst = fl->dst,
-                                        .bytes = fl->bytes,
-                                        .start_ns = fl->start_ns,
-                                        .end_ns = fl->end_ns,
-                                        .arrive_ns = fl->arrive_ns,
-                                        .after = fl->after,
-                                        .coll = fl->coll,
-                                        .done = fl->done,
-                                        .ok = fl->ok};
-    return 0;
-}
-
-static int fab_cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-void sr_fabric_summary(struct sr_fabric *f, struct sr_fabric_summary *out)
-{
-    memset(out, 0, sizeof(*out));
-    out->flows = f->flow_cnt;
-    out->events = f->events;
-    uint64_t *fct = malloc((f->flow_cnt + 1) * sizeof(*fct));
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < f->flow_cnt; i++) {
-        const struct fab_flow *fl = &f->flows[i];
-        if (!fl->done)
-            continue;
-        out->done++;
-        if (!fl->ok) {
-            out->failed++;
-            continue;
-        }
-        out->end_ns = SR_MAX(out->end_ns, fl->end_ns);
-        if (fct)
-            fct[n++] = fl->end_ns - fl->start_ns;
-    }
-    if (fct && n) {
-        qsort(fct, n, sizeof(*fct), fab_cmp_u64);
-        /* Nearest rank. */
-        out->fct_p50_ns = fct[(n * 50 + 99) / 100 - 1];
-        out->fct_p99_ns = fct[(n * 99 + 99) / 100 - 1];
-        out->fct_max_ns = fct[n - 1];
-    }
-    free(fct);
-    for (uint32_t i = 0; i < f->host_cnt; i++) {
-        const struct fab_host *h = &f->hosts[i];
-        out->host_tx += h->tx;
-        out->host_rx += h->rx;
-        out->trimmed_rx += h->rx_trimmed;
-        if (h->eng) {
-            struct sr_engine_stats es;
-            sr_engine_stats(h->eng, &es);
-            out->retransmits += es.retransmits;
-            out->timeouts += es.timeouts;
-        }
-    }
-    uint64_t span = out->end_ns ? out->end_ns : f->now_ns;
-    uint32_t fl_cnt = 0;
-    for (uint32_t i = 0; i < f->link_cnt; i++) {
-        const struct fab_link *l = &f->links[i];
-        out->drops += l->st.drops + l->st.down_drops + l->st.wire_drops + l->st.loss_drops;
-        out->ecn_marked += l->st.ecn_marked;
-        out->max_q_bytes = SR_MAX(out->max_q_bytes, l->st.max_q_bytes);
-        if ((uint32_t)l->from < f->host_cnt || (uint32_t)l->to < f->host_cnt || !span)
-            continue;
-        double u = (double)l->st.tx_bytes * 8.0 * 1e9 / ((double)l->cfg.rate_bps * (double)span);
-        out->max_util = u > out->max_util ? u : out->max_util;
-        out->mean_util += u;
-        fl_cnt++;
-    }
-    for (uint32_t i = f->host_cnt; i < f->node_cnt; i++)
-        out->drops += f->nodes[i].noroute;
-    if (fl_cnt)
-        out->mean_util /= fl_cnt;
-    for (uint32_t i = 0; i < f->flow_cnt; i++)
-        out->verified_bad += f->flows[i].bad;
-    out->colls = (uint32_t)f->coll_cnt;
-    for (size_t i = 0; i < f->coll_cnt; i++) {
-        const struct fab_coll *c = &f->colls[i];
-        if (c->end_ns == UINT64_MAX || c->start_ns == UINT64_MAX)
-            continue;
-        out->colls_done++;
-        out->coll_max_ns = SR_MAX(out->coll_max_ns, c->end_ns - c->start_ns);
-    }
-}
-
-static uint64_t fab_digest_add(uint64_t h, uint64_t v)
-{
-    return fab_mix64(h ^ v) + 0x9e3779b97f4a7c15ull;
-}
-
-uint64_t sr_fabric_digest(struct sr_fabric *f)
-{
-    uint64_t h = fab_digest_add(0, f->now_ns);
-    h = fab_digest_add(h, f->events);
-    for (uint32_t i = 0; i < f->link_cnt; i++) {
-        struct sr_fabric_link_stats s;
-        sr_fabric_link_stats(f, (int)i, &s);
-        const uint64_t v[] = {s.tx_pkts,    s.tx_bytes, s.arrived,    s.drops,
-                              s.down_drops, s.trimmed,  s.ecn_marked, s.max_q_bytes,
-                              s.wire_drops, s.q_pkts,   s.loss_drops};
-        for (size_t j = 0; j < sizeof(v) / sizeof(v[0]); j++)
-            h = fab_digest_add(h, v[j]);
-    }
-    for (uint32_t i = 0; i < f->flow_cnt; i++) {
-        h = fab_digest_add(h, f->flows[i].end_ns);
-        h = fab_digest_add(h, f->flows[i].ok);
-        if (f->flows[i].coll)
-            h = fab_digest_add(h, f->flows[i].arrive_ns);
-    }
-    for (size_t i = 0; i < f->series_cnt; i++)
-        h = fab_digest_add(h, f->series[i]);
-    for (uint32_t i = 0; i < f->host_cnt; i++)
-        h = fab_digest_add(h, f->hosts[i].rx ^ f->hosts[i].tx << 32);
-    return h;
 }
 
 uint64_t fab_rand(struct sr_fabric *f)
