@@ -603,8 +603,9 @@ int main(int argc, char **argv)
     printf("%-22s %.0f%% max, %.0f%% mean\n", "fabric link util", s.max_util * 100,
            s.mean_util * 100);
     printf("%-22s %" PRIu64 " bytes\n", "max queue", s.max_q_bytes);
-    printf("%-22s %" PRIu64 " (trimmed %" PRIu64 ", ecn marked %" PRIu64 ")\n", "drops", s.drops,
-           s.trimmed_rx, s.ecn_marked);
+    printf("%-22s %" PRIu64 " (random loss %" PRIu64 ", trimmed %" PRIu64 ", ecn marked %" PRIu64
+           ")\n",
+           "drops", s.drops, s.loss_drops, s.trimmed_rx, s.ecn_marked);
     printf("%-22s %" PRIu64 " (timeouts %" PRIu64 ")\n", "retransmissions", s.retransmits,
            s.timeouts);
     double cpu = cpu_s();

@@ -130,6 +130,7 @@ void sr_fabric_summary(struct sr_fabric *f, struct sr_fabric_summary *out)
         const struct fab_link *l = &f->links[i];
         out->drops += l->st.drops + l->st.down_drops + l->st.wire_drops + l->st.loss_drops;
         out->ecn_marked += l->st.ecn_marked;
+        out->loss_drops += l->st.loss_drops;
         out->max_q_bytes = SR_MAX(out->max_q_bytes, l->st.max_q_bytes);
         if ((uint32_t)l->from < f->host_cnt || (uint32_t)l->to < f->host_cnt || !span)
             continue;
