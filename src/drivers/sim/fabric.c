@@ -1455,8 +1455,30 @@ static void fab_ctl_apply(struct sr_fabric *f, const struct fab_ctl *c)
 
 /* ---- the event loop ---- */
 
+/* The packet about to be popped (prefetched, with its link, one event
+ * ago) goes next to a switch port or a host: start fetching that while
+ * the pop reorders the heap. Only a hint: the route is computed again. */
+static void fab_lookahead(struct sr_fabric *f)
+{
+    const struct fab_lkey *k = &f->heap[0];
+    uint32_t to = (uint32_t)f->links[k->link].to;
+    if (to < f->host_cnt) {
+        __builtin_prefetch(&f->hosts[to]);
+        return;
+    }
+    if (f->routes_down)
+        return;
+    const struct fab_node *n = &f->nodes[to];
+    uint32_t base, cnt = fab_route_all_up(f, to, k->pkt->dst, &base);
+    uint32_t pick = cnt == 1 ? 0 : (uint32_t)(fab_mix64(k->pkt->flow_hash ^ n->salt) % cnt);
+    const char *ol = (const char *)&f->links[n->ports[base + pick]];
+    __builtin_prefetch(ol);
+    __builtin_prefetch(ol + 64);
+}
+
 static void fab_deliver(struct sr_fabric *f)
 {
+    fab_lookahead(f);
     struct fab_ev ev = fab_fly_pop(f);
     struct fab_pkt *p = ev.pkt;
     /* The next packet was written long ago and is out of cache: fetch it
