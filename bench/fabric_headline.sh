@@ -5,7 +5,7 @@
 #
 #   bench/fabric_headline.sh ring-loss|failure|perm|all
 #
-#   ring-loss  ring all-reduce of RING_SIZE (16M) per host across the 1,024
+#   ring-loss  ring all-reduce of RING_SIZE (4M) per host across the 1,024
 #              hosts of a k = 16 fat-tree, at random loss 0, 1e-4 and 1e-3
 #              per packet per link: collective completion time, retransmits,
 #              timeouts (fabric-ring-loss.csv, .png)
@@ -25,7 +25,7 @@
 #   FAB_EXTRA  extra srdma-fabric flags for every run: how a later engine
 #              feature (path spraying, SACK, congestion control) is
 #              selected, e.g. FAB_LABEL=spray FAB_EXTRA="--path-policy spray"
-#   RING_SIZE  ring message size per host (16M)
+#   RING_SIZE  ring message size per host (4M: one packet per chunk and step)
 # One run per point: the simulation is deterministic, so a repetition gives
 # the same simulated figures; only the wall and CPU times (which the CSVs
 # record) vary.
@@ -40,7 +40,7 @@ mkdir -p "$out"
 have_gnuplot() { command -v gnuplot >/dev/null || { echo "gnuplot not installed: no PNG" >&2; return 1; }; }
 
 ring_loss() {
-  local size=${RING_SIZE:-16M} csv=$out/fabric-ring-loss.csv
+  local size=${RING_SIZE:-4M} csv=$out/fabric-ring-loss.csv
   [ -f "$csv" ] || echo "label,loss,size,coll_us,sim_ms,retransmits,timeouts,drops,events,wall_s,cpu_s,rss_mib" >"$csv"
   for loss in 0 1e-4 1e-3; do
     local s
@@ -64,7 +64,7 @@ ring_loss() {
     echo "set style data histograms; set style histogram clustered; set style fill solid 0.8 border -1"
     echo "set ylabel 'ring all-reduce completion time (ms)'"
     echo "set xlabel 'random loss per packet per link (1,024 hosts, fat-tree k = 16)'"
-    echo "set logscale y; set grid y; set key top left"
+    echo "set yrange [0:*]; set grid y; set key top left"
     local first=1 cmd="plot "
     for l in $labels; do
       [ $first = 1 ] || cmd="$cmd, "

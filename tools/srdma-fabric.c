@@ -606,8 +606,8 @@ int main(int argc, char **argv)
     printf("%-22s %" PRIu64 " (random loss %" PRIu64 ", trimmed %" PRIu64 ", ecn marked %" PRIu64
            ")\n",
            "drops", s.drops, s.loss_drops, s.trimmed_rx, s.ecn_marked);
-    printf("%-22s %" PRIu64 " (timeouts %" PRIu64 ")\n", "retransmissions", s.retransmits,
-           s.timeouts);
+    printf("%-22s %" PRIu64 " (timeouts %" PRIu64 ", tail-loss probes %" PRIu64 ")\n",
+           "retransmissions", s.retransmits, s.timeouts, s.probes);
     double cpu = cpu_s();
     printf("%-22s %" PRIu64 " (%.2fM/s wall, %.2fM/s cpu)\n", "packet-hop events", s.events,
            (double)s.events / wall / 1e6, (double)s.events / cpu / 1e6);

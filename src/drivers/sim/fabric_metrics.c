@@ -122,6 +122,7 @@ void sr_fabric_summary(struct sr_fabric *f, struct sr_fabric_summary *out)
             sr_engine_stats(h->eng, &es);
             out->retransmits += es.retransmits;
             out->timeouts += es.timeouts;
+            out->probes += es.probes;
         }
     }
     uint64_t span = out->end_ns ? out->end_ns : f->now_ns;

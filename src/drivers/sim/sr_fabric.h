@@ -154,6 +154,7 @@ struct sr_fabric_summary {
     uint64_t events; /* packet-hop arrivals processed */
     uint64_t host_tx, host_rx, trimmed_rx, drops, ecn_marked, retransmits, timeouts;
     uint64_t loss_drops; /* part of drops: random loss */
+    uint64_t probes;     /* engines' tail-loss probes */
     uint64_t max_q_bytes;
     double max_util, mean_util; /* over switch-to-switch links, to end_ns */
     uint32_t colls, colls_done;
