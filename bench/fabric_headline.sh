@@ -112,7 +112,9 @@ GP
 
 perm() {
   local s csv=$out/fabric-perm.csv
-  s=$("$bin" --topo fat-tree --k 16 --workload perm --size 16M --mode header "${extra[@]}" 2>/dev/null)
+  s=$("$bin" --topo fat-tree --k 16 --workload perm --size 16M --mode header \
+             --links-csv "$out/perm-links-$label.csv" --flows-csv "$out/perm-flows-$label.csv" \
+             "${extra[@]}" 2>/dev/null)
   printf '%s\n' "$s" >"$out/perm-$label.txt"
   [ -f "$csv" ] || echo "label,hosts,fct_p50_us,fct_p99_us,fct_max_us,ideal_us,p50_rate_ratio,aggregate_ratio,max_util,drops,retransmits,timeouts,wall_s,cpu_s" >"$csv"
   local p50 p99 mx
@@ -127,6 +129,29 @@ perm() {
       -v c="$(field_n time 2 <<<"$s")" 'BEGIN { ideal = 16 * 1048576 * 8 / 100e9 * 1e6;
       printf "%s,1024,%s,%s,%s,%.1f,%.3f,%.3f,%s%%,%s,%s,%s,%s,%s\n", l, p50, p99, mx, ideal,
              ideal / p50, ideal / mx, u, d, r, to, w, c }' | tee -a "$csv"
+  # Switch-to-switch links' utilisation, sorted (how unevenly ECMP spread
+  # the flows), and the CDF of flow completion times.
+  awk -F, 'NR > 1 && $2 !~ /^h[0-9]/ && $3 !~ /^h[0-9]/ { print $7 }' "$out/perm-links-$label.csv" |
+    sort -g -r | awk '{ print NR, $1 }' >"$out/perm-util-$label.dat"
+  awk -F, 'NR > 1 { print $7 / 1000 }' "$out/perm-flows-$label.csv" | sort -g |
+    awk '{ v[NR] = $1 } END { for (i = 1; i <= NR; i++) print v[i], i / NR }' >"$out/perm-fct-$label.dat"
+  have_gnuplot || return 0
+  cat >"$out/fabric-perm-$label.gp" <<GP
+set terminal pngcairo size 1000,420
+set output 'fabric-perm-$label.png'
+set multiplot layout 1,2
+set grid
+set xlabel 'fabric links, busiest first'
+set ylabel 'utilisation until the last completion'
+set yrange [0:1]
+plot 'perm-util-$label.dat' using 1:2 with lines title '$label'
+set xlabel 'flow completion time (us); ideal 1342'
+set ylabel 'fraction of flows'
+set yrange [0:1]
+plot 'perm-fct-$label.dat' using 1:2 with lines title '$label'
+unset multiplot
+GP
+  (cd "$out" && gnuplot "fabric-perm-$label.gp")
 }
 
 case "${1:-}" in

@@ -1474,6 +1474,7 @@ static void fab_lookahead(struct sr_fabric *f)
     const char *ol = (const char *)&f->links[n->ports[base + pick]];
     __builtin_prefetch(ol);
     __builtin_prefetch(ol + 64);
+    __builtin_prefetch(ol + 128);
 }
 
 static void fab_deliver(struct sr_fabric *f)

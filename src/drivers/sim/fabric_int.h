@@ -28,8 +28,11 @@ struct fab_link {
     uint32_t fly_head, fly_cnt, fly_cap;
     uint32_t q_cnt;
     uint64_t q_bytes;
-    uint64_t rng[4];
+    /* The counters every packet updates follow the fields above, so a hop
+     * touches the link's first three cache lines; the ECN stream, used
+     * only above kmin, comes last. */
     struct sr_fabric_link_stats st;
+    uint64_t rng[4];
 };
 
 /* A packet in the fabric: one allocation from the sending host to its
