@@ -2,8 +2,10 @@
  * real softrdma engine per host. It owns the topology (two-tier leaf-spine
  * or three-tier k-ary fat-tree), the switches (ECMP on the 5-tuple, RED-like
  * ECN marking between Kmin and Kmax, drop-tail, optional packet trimming),
- * link failure and recovery with a routing detection delay, the hosts' RC
- * QPs, the workload (flows of RDMA WRITEs) and the metrics.
+ * link failure and recovery with a routing detection delay, random loss,
+ * the hosts' RC QPs, the workload (flows of RDMA WRITEs, and collectives
+ * as steps of WRITEs with immediate that start on arrivals), a link tap
+ * and the metrics.
  *
  * It is separate from sr_sim (which connects nodes point to point by
  * address) because a fabric needs per-hop forwarding and must scale to
@@ -176,8 +178,9 @@ int sr_fabric_find_node(const struct sr_fabric *f, const char *name);
 int sr_fabric_find_link(const struct sr_fabric *f, int from, int to);
 
 /* A flow: one RC QP pair; src writes bytes (>= 1) into dst starting at
- * start_ns. Flows must be added before the first sr_fabric_run, in
- * non-decreasing start_ns. Returns the flow id or a negative error. */
+ * start_ns. Flows must be added before the first sr_fabric_run, those that
+ * start by the clock (all but dependent steps) in non-decreasing start_ns.
+ * Returns the flow id or a negative error. */
 int sr_fabric_add_flow(struct sr_fabric *f, uint32_t src, uint32_t dst, uint64_t bytes,
                        uint64_t start_ns);
 /* Workloads from the fabric's seeded stream; all start at start_ns. */
