@@ -561,11 +561,15 @@ int main(int argc, char **argv)
             break;
         double now = wall_s();
         if (now - last >= 1.0 || (progress && !printed)) {
-            struct sr_fabric_summary s;
-            sr_fabric_summary(f, &s);
-            fprintf(stderr, "\r  sim %.3f ms  flows %u/%u  events %.2fM  %.2fM ev/s  rss %.0f MiB ",
-                    (double)sr_fabric_now(f) / 1e6, s.done, s.flows, (double)s.events / 1e6,
-                    (double)s.events / (now - t0) / 1e6, max_rss_mib());
+            uint32_t done, colls_done;
+            uint64_t events;
+            sr_fabric_progress(f, &done, &colls_done, &events);
+            fprintf(stderr, "\r  sim %.3f ms  flows %u/%u", (double)sr_fabric_now(f) / 1e6, done,
+                    sr_fabric_flow_cnt(f));
+            if (sr_fabric_coll_cnt(f))
+                fprintf(stderr, "  collectives %u/%u", colls_done, sr_fabric_coll_cnt(f));
+            fprintf(stderr, "  events %.2fM  %.2fM ev/s  rss %.0f MiB ", (double)events / 1e6,
+                    (double)events / (now - t0) / 1e6, max_rss_mib());
             last = now;
             printed = true;
         }

@@ -156,6 +156,17 @@ void sr_fabric_summary(struct sr_fabric *f, struct sr_fabric_summary *out)
     }
 }
 
+void sr_fabric_progress(const struct sr_fabric *f, uint32_t *flows_done, uint32_t *colls_done,
+                        uint64_t *events)
+{
+    uint32_t cd = 0;
+    for (size_t i = 0; i < f->coll_cnt; i++)
+        cd += f->colls[i].end_ns != UINT64_MAX;
+    *flows_done = f->flows_done;
+    *colls_done = cd;
+    *events = f->events;
+}
+
 static uint64_t fab_digest_add(uint64_t h, uint64_t v)
 {
     return fab_mix64(h ^ v) + 0x9e3779b97f4a7c15ull;

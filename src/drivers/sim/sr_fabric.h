@@ -234,6 +234,10 @@ int sr_fabric_switch_stats(struct sr_fabric *f, int node, struct sr_fabric_switc
 int sr_fabric_flow_info(const struct sr_fabric *f, int flow, struct sr_fabric_flow_info *out);
 uint32_t sr_fabric_flow_cnt(const struct sr_fabric *f);
 void sr_fabric_summary(struct sr_fabric *f, struct sr_fabric_summary *out);
+/* What a progress line needs, without the summary's sorting: flows done,
+ * collectives done and packet-hop events so far. */
+void sr_fabric_progress(const struct sr_fabric *f, uint32_t *flows_done, uint32_t *colls_done,
+                        uint64_t *events);
 /* The delivered-throughput series (cfg.sample_ns): *cnt intervals, entry i
  * the payload bytes accepted by receiving engines in [i, i+1) x sample_ns.
  * NULL when sampling is off. */
