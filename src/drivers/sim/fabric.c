@@ -873,7 +873,7 @@ static int fab_host_init(struct sr_fabric *f, struct fab_host *h)
     ec.max_qp = h->flows_out + h->flows_in + 4;
     ec.max_cq = 4;
     ec.max_mr = 4;
-    ec.max_cqe = h->flows_out + h->imm_in + 16;
+    ec.max_cqe = h->cqe;
     ec.window_pkts = f->cfg.window_pkts ? f->cfg.window_pkts : FAB_DEF_WINDOW;
     ec.port_mtu = f->cfg.mtu ? f->cfg.mtu : 4096;
     ec.ops.tx = fab_host_tx;
@@ -886,7 +886,7 @@ static int fab_host_init(struct sr_fabric *f, struct fab_host *h)
     err = sr_pd_alloc(h->eng, &h->pd);
     if (err)
         return err;
-    err = sr_cq_create(h->eng, h->flows_out + h->imm_in + 16, &h->cq);
+    err = sr_cq_create(h->eng, h->cqe, &h->cq);
     if (err)
         return err;
     uint32_t acc = SR_ACCESS_LOCAL_WRITE | SR_ACCESS_REMOTE_WRITE;
@@ -1034,6 +1034,16 @@ static int fab_setup(struct sr_fabric *f)
     int err = fab_conns_build(f);
     if (err)
         return err;
+    /* Completions are polled after every call into an engine, so a CQ
+     * holds at most what its QPs have outstanding: a plain flow's WRITE,
+     * or a collective QP's queue of sends or of receives. */
+    for (uint32_t i = 0; i < f->host_cnt; i++)
+        f->hosts[i].cqe = 16;
+    for (uint32_t i = 0; i < f->conn_cnt; i++) {
+        const struct fab_conn *c = &f->conns[i];
+        f->hosts[c->src].cqe += c->coll ? SR_MIN(c->sends, FAB_CONN_DEPTH) : c->sends;
+        f->hosts[c->dst].cqe += SR_MIN(c->recvs, FAB_CONN_DEPTH);
+    }
     for (uint32_t i = 0; i < f->host_cnt; i++) {
         err = fab_host_init(f, &f->hosts[i]);
         if (err)

@@ -73,6 +73,7 @@ struct fab_host {
     uint32_t hpos;                        /* position in the deadline heap */
     uint64_t key;                         /* deadline there */
     uint32_t flows_out, flows_in, imm_in; /* imm_in: steps it receives */
+    uint32_t cqe;                         /* its CQ's size */
     uint64_t tx, rx, rx_trimmed, rx_bad;
 };
 
