@@ -97,7 +97,9 @@ struct sr_fabric_cfg {
     uint64_t sample_ns;
     /* Called for each host's engine configuration just before the engine
      * is created (after the simulator filled it in), so that a caller can
-     * select engine options per host (path policy, congestion control). */
+     * select engine options per host (path policy, congestion control).
+     * It must leave gid, ops and ops_ctx alone: they connect the engine
+     * to the fabric. */
     void (*engine_cfg)(void *ctx, uint32_t host, struct sr_engine_cfg *ec);
     void *engine_cfg_ctx;
 };
