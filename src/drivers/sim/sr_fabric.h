@@ -210,8 +210,8 @@ uint32_t sr_fabric_coll_cnt(const struct sr_fabric *f);
  * Halving-doubling (hosts a power of two): log2 n steps of recursive
  * halving (partner at distance n/2, n/4, .. 1; bytes/2, bytes/4, ..) and
  * log2 n of recursive doubling back (Thakur, Rabenseifner and Gropp,
- * "Optimization of collective communication operations in MPICH", 2005,
- * section 4.4). Returns the collective id or a negative error. */
+ * "Optimization of collective communication operations in MPICH", IJHPCA
+ * 2005, the all-reduce section). Returns the collective id or a negative error. */
 int sr_fabric_ring_allreduce(struct sr_fabric *f, uint64_t bytes, uint64_t start_ns);
 int sr_fabric_hd_allreduce(struct sr_fabric *f, uint64_t bytes, uint64_t start_ns);
 /* Background load: a permutation (one seeded cycle) among round(frac *
