@@ -25,6 +25,7 @@
 #   FAB_EXTRA  extra srdma-fabric flags for every run: how a later engine
 #              feature (path spraying, SACK, congestion control) is
 #              selected, e.g. FAB_LABEL=spray FAB_EXTRA="--path-policy spray"
+#              (no such flag exists yet; the engine work adds it)
 #   RING_SIZE  ring message size per host (4M: one packet per chunk and step)
 # One run per point: the simulation is deterministic, so a repetition gives
 # the same simulated figures; only the wall and CPU times (which the CSVs

@@ -1111,9 +1111,10 @@ static void fab_flow_post(struct sr_fabric *f, uint32_t id)
     struct fab_host *s = &f->hosts[fl->src], *d = &f->hosts[fl->dst];
     uint64_t dst_va = f->cfg.mode == SR_FABRIC_VERIFIED ? fl->dst_off : 0;
     struct sr_sge sge = {.addr = 0, .length = (uint32_t)fl->bytes, .lkey = sr_mr_lkey(s->src_mr)};
-    /* A step announces its arrival with an immediate naming it (IBA
-     * 9.4.1.2: a WRITE with immediate consumes a receive WQE and completes
-     * it at the responder once the data is placed). */
+    /* A step announces its arrival with an immediate naming it: a WRITE
+     * with immediate consumes a receive WQE at its last packet and
+     * completes it at the responder once the data is placed (the engine's
+     * resp.c), which is what the next step waits for. */
     struct sr_send_wr wr = {
         .wr_id = id,
         .sg_list = &sge,
