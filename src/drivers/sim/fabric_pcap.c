@@ -3,7 +3,7 @@
  * header), readable by tcpdump, Wireshark and tshark. The caller owns the
  * FILE; this file only formats. Format: the libpcap file format with
  * nanosecond timestamps (magic 0xa1b23c4d), link type 1 (LINKTYPE_ETHERNET),
- * as draft-ietf-opsawg-pcap sections 4 and 5 describe it. */
+ * with the file header and packet records of draft-ietf-opsawg-pcap. */
 #include "sr_fabric.h"
 #include "sr_wire.h"
 
