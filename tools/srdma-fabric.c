@@ -34,8 +34,12 @@ static void usage(FILE *out)
         "  --kmin BYTES --kmax BYTES --pmax P   ECN RED profile (64K, 256K, 0.2; kmax 0 = off)\n"
         "  --trim                       trim payloads instead of dropping\n"
         "  --detect US                  routing sees failures after this (10)\n"
-        "  --workload perm|incast|a2a   (perm)\n"
+        "  --workload perm|incast|a2a|ring|hd   (perm); ring and hd are all-reduce\n"
+        "                               of --size bytes per host across all hosts\n"
         "  --size BYTES                 message size, K/M/G suffixes (1M)\n"
+        "  --bg-frac F --bg-size BYTES  background permutation among a fraction F\n"
+        "                               of the hosts beside the workload (off, 1M)\n"
+        "  --loss P                     random loss per packet per link (0)\n"
         "  --incast-n N --incast-dst H  senders and target of incast (8, 0)\n"
         "  --mode verified|header       payload mode (verified)\n"
         "  --mtu N --window PKTS --timeout CODE   engine settings (4096, 64, 8)\n"
@@ -43,6 +47,8 @@ static void usage(FILE *out)
         "                               (e.g. leaf0:spine1@50-300); repeatable\n"
         "  --seed N --until MS          (1, 10000)\n"
         "  --flows-csv FILE --links-csv FILE\n"
+        "  --sample US --series-csv FILE   delivered bytes per interval (100 us)\n"
+        "  --pcap A:B FILE              capture link A->B (e.g. leaf0:spine1) as pcap\n"
         "  --progress                   progress line on stderr even when short\n");
 }
 
@@ -75,6 +81,17 @@ static int parse_size(const char *s, uint64_t *out)
     if (*end || v > 1e19)
         return -1;
     *out = (uint64_t)v;
+    return 0;
+}
+
+static int parse_real(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi))
+        return -1;
+    *out = v;
     return 0;
 }
 
@@ -126,19 +143,51 @@ static double max_rss_mib(void)
     return (double)ru.ru_maxrss / 1024.0;
 }
 
+static int find_link(struct sr_fabric *f, const char *spec)
+{
+    const char *colon = strchr(spec, ':');
+    char a[32];
+    if (!colon || (size_t)(colon - spec) >= sizeof(a))
+        return -1;
+    memcpy(a, spec, (size_t)(colon - spec));
+    a[colon - spec] = 0;
+    return sr_fabric_find_link(f, sr_fabric_find_node(f, a), sr_fabric_find_node(f, colon + 1));
+}
+
+/* Columns: a step of a collective has coll > 0, after (the step whose
+ * arrival started it, -1 for the first) and arrive_ns (its receive
+ * completion); start_ns is -1 for a step that never started. */
 static int write_flows(struct sr_fabric *f, const char *path)
 {
     FILE *o = fopen(path, "w");
     if (!o)
         return -1;
-    fprintf(o, "flow,src,dst,bytes,start_ns,end_ns,fct_ns,ok\n");
+    fprintf(o, "flow,src,dst,bytes,start_ns,end_ns,fct_ns,ok,coll,after,arrive_ns\n");
     for (uint32_t i = 0; i < sr_fabric_flow_cnt(f); i++) {
         struct sr_fabric_flow_info fi;
         sr_fabric_flow_info(f, (int)i, &fi);
-        fprintf(o, "%u,%u,%u,%" PRIu64 ",%" PRIu64 ",%s%" PRIu64 ",%" PRIu64 ",%d\n", i, fi.src,
-                fi.dst, fi.bytes, fi.start_ns, fi.done ? "" : "-", fi.done ? fi.end_ns : 0,
-                fi.done ? fi.end_ns - fi.start_ns : 0, fi.ok);
+        bool started = fi.start_ns != UINT64_MAX, arrived = fi.arrive_ns != UINT64_MAX;
+        fprintf(o,
+                "%u,%u,%u,%" PRIu64 ",%s%" PRIu64 ",%s%" PRIu64 ",%" PRIu64 ",%d,%u,%d,%s%" PRIu64
+                "\n",
+                i, fi.src, fi.dst, fi.bytes, started ? "" : "-", started ? fi.start_ns : 1,
+                fi.done ? "" : "-", fi.done ? fi.end_ns : 0, fi.done ? fi.end_ns - fi.start_ns : 0,
+                fi.ok, fi.coll, fi.after, arrived ? "" : "-", arrived ? fi.arrive_ns : 1);
     }
+    return fclose(o);
+}
+
+static int write_series(struct sr_fabric *f, const char *path, uint64_t sample_ns)
+{
+    FILE *o = fopen(path, "w");
+    if (!o)
+        return -1;
+    uint32_t cnt = 0;
+    const uint64_t *v = sr_fabric_series(f, &cnt);
+    fprintf(o, "start_us,delivered_bytes,gbps\n");
+    for (uint32_t i = 0; v && i < cnt; i++)
+        fprintf(o, "%.3f,%" PRIu64 ",%.3f\n", (double)i * (double)sample_ns / 1e3, v[i],
+                (double)v[i] * 8.0 / (double)sample_ns);
     return fclose(o);
 }
 
@@ -148,7 +197,7 @@ static int write_links(struct sr_fabric *f, const char *path, uint64_t span_ns)
     if (!o)
         return -1;
     fprintf(o, "link,from,to,rate_bps,tx_pkts,tx_bytes,util,drops,down_drops,wire_drops,"
-               "trimmed,ecn_marked,max_q_bytes\n");
+               "trimmed,ecn_marked,max_q_bytes,loss_drops\n");
     for (uint32_t i = 0; i < sr_fabric_link_cnt(f); i++) {
         struct sr_fabric_link_stats l;
         char a[32], b[32];
@@ -159,9 +208,9 @@ static int write_links(struct sr_fabric *f, const char *path, uint64_t span_ns)
             span_ns ? (double)l.tx_bytes * 8e9 / ((double)l.rate_bps * (double)span_ns) : 0.0;
         fprintf(o,
                 "%u,%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.4f,%" PRIu64 ",%" PRIu64 ",%" PRIu64
-                ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+                ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
                 i, a, b, l.rate_bps, l.tx_pkts, l.tx_bytes, util, l.drops, l.down_drops,
-                l.wire_drops, l.trimmed, l.ecn_marked, l.max_q_bytes);
+                l.wire_drops, l.trimmed, l.ecn_marked, l.max_q_bytes, l.loss_drops);
     }
     return fclose(o);
 }
@@ -196,6 +245,12 @@ enum {
     OPT_FLOWS_CSV,
     OPT_LINKS_CSV,
     OPT_PROGRESS,
+    OPT_BG_FRAC,
+    OPT_BG_SIZE,
+    OPT_LOSS,
+    OPT_SAMPLE,
+    OPT_SERIES_CSV,
+    OPT_PCAP,
     OPT_HELP,
 };
 
@@ -229,6 +284,12 @@ static const struct option opts[] = {
     {"flows-csv", required_argument, 0, OPT_FLOWS_CSV},
     {"links-csv", required_argument, 0, OPT_LINKS_CSV},
     {"progress", no_argument, 0, OPT_PROGRESS},
+    {"bg-frac", required_argument, 0, OPT_BG_FRAC},
+    {"bg-size", required_argument, 0, OPT_BG_SIZE},
+    {"loss", required_argument, 0, OPT_LOSS},
+    {"sample", required_argument, 0, OPT_SAMPLE},
+    {"series-csv", required_argument, 0, OPT_SERIES_CSV},
+    {"pcap", required_argument, 0, OPT_PCAP},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
 };
@@ -257,13 +318,17 @@ int main(int argc, char **argv)
     struct fail_spec fails[MAX_FAILS];
     int fail_cnt = 0;
     bool progress = false;
+    double bg_frac = 0, sample_us = 100;
+    uint64_t bg_size = 1 << 20;
+    const char *series_csv = NULL, *pcap_link = NULL, *pcap_file = NULL;
     int o;
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         uint64_t v = 0;
         bool num = o != OPT_TOPO && o != OPT_WORKLOAD && o != OPT_MODE && o != OPT_FAIL &&
                    o != OPT_FLOWS_CSV && o != OPT_LINKS_CSV && o != OPT_TRIM && o != OPT_PROGRESS &&
                    o != OPT_HELP && o != 'h' && o != '?' && o != OPT_PMAX && o != OPT_HRATE &&
-                   o != OPT_FRATE && o != OPT_DETECT;
+                   o != OPT_FRATE && o != OPT_DETECT && o != OPT_BG_FRAC && o != OPT_LOSS &&
+                   o != OPT_SAMPLE && o != OPT_SERIES_CSV && o != OPT_PCAP;
         if (num && parse_size(optarg, &v) < 0) {
             fprintf(stderr, "srdma-fabric: bad number '%s'\n", optarg);
             return 2;
@@ -374,6 +439,39 @@ int main(int argc, char **argv)
         case OPT_PROGRESS:
             progress = true;
             break;
+        case OPT_BG_FRAC:
+            if (parse_real(optarg, 0, 1, &bg_frac) < 0) {
+                fprintf(stderr, "srdma-fabric: bad --bg-frac '%s' (0 to 1)\n", optarg);
+                return 2;
+            }
+            break;
+        case OPT_BG_SIZE:
+            bg_size = v;
+            break;
+        case OPT_LOSS:
+            if (parse_real(optarg, 0, 1, &c.loss) < 0) {
+                fprintf(stderr, "srdma-fabric: bad --loss '%s' (0 to 1)\n", optarg);
+                return 2;
+            }
+            break;
+        case OPT_SAMPLE:
+            if (parse_real(optarg, 0.001, 1e9, &sample_us) < 0) {
+                fprintf(stderr, "srdma-fabric: bad --sample '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case OPT_SERIES_CSV:
+            series_csv = optarg;
+            break;
+        case OPT_PCAP:
+            /* Two arguments: the link, then the file. */
+            if (optind >= argc || argv[optind][0] == '-') {
+                fprintf(stderr, "srdma-fabric: --pcap needs a link and a file\n");
+                return 2;
+            }
+            pcap_link = optarg;
+            pcap_file = argv[optind++];
+            break;
         case OPT_HELP:
         case 'h':
             usage(stdout);
@@ -389,6 +487,8 @@ int main(int argc, char **argv)
     }
     c.fabric_link.buffer_bytes = buffer;
     c.host_link.buffer_bytes = buffer;
+    if (series_csv)
+        c.sample_ns = (uint64_t)(sample_us * 1000);
 
     double t0 = wall_s();
     int err = 0;
@@ -403,8 +503,17 @@ int main(int argc, char **argv)
         err = sr_fabric_incast(f, incast_dst, incast_n, size, 0);
     else if (!strcmp(workload, "a2a"))
         err = sr_fabric_all_to_all(f, size, 0);
+    else if (!strcmp(workload, "ring"))
+        err = sr_fabric_ring_allreduce(f, size, 0);
+    else if (!strcmp(workload, "hd"))
+        err = sr_fabric_hd_allreduce(f, size, 0);
     else
         err = SR_ERR_INVAL;
+    if (err >= 0 && bg_frac > 0 && sr_fabric_background(f, bg_frac, bg_size, 0) < 0) {
+        fprintf(stderr, "srdma-fabric: bad background load for this fabric\n");
+        sr_fabric_destroy(f);
+        return 2;
+    }
     if (err < 0) {
         fprintf(stderr, "srdma-fabric: bad workload '%s' for this fabric\n", workload);
         sr_fabric_destroy(f);
@@ -415,6 +524,24 @@ int main(int argc, char **argv)
         if (sr_fabric_schedule_link(f, a, b, fails[i].down_ns, false) < 0 ||
             (fails[i].up_ns && sr_fabric_schedule_link(f, a, b, fails[i].up_ns, true) < 0)) {
             fprintf(stderr, "srdma-fabric: no cable %s:%s\n", fails[i].a, fails[i].b);
+            sr_fabric_destroy(f);
+            return 2;
+        }
+    }
+    FILE *pcap = NULL;
+    struct sr_fabric_pcap pc;
+    if (pcap_link) {
+        int link = find_link(f, pcap_link);
+        if (link < 0) {
+            fprintf(stderr, "srdma-fabric: no link '%s' (FROM:TO, e.g. leaf0:spine1)\n", pcap_link);
+            sr_fabric_destroy(f);
+            return 2;
+        }
+        pcap = fopen(pcap_file, "wb");
+        if (!pcap || sr_fabric_pcap_start(f, link, pcap, &pc) < 0) {
+            fprintf(stderr, "srdma-fabric: cannot write '%s'\n", pcap_file);
+            if (pcap)
+                fclose(pcap);
             sr_fabric_destroy(f);
             return 2;
         }
@@ -434,11 +561,15 @@ int main(int argc, char **argv)
             break;
         double now = wall_s();
         if (now - last >= 1.0 || (progress && !printed)) {
-            struct sr_fabric_summary s;
-            sr_fabric_summary(f, &s);
-            fprintf(stderr, "\r  sim %.3f ms  flows %u/%u  events %.2fM  %.2fM ev/s  rss %.0f MiB ",
-                    (double)sr_fabric_now(f) / 1e6, s.done, s.flows, (double)s.events / 1e6,
-                    (double)s.events / (now - t0) / 1e6, max_rss_mib());
+            uint32_t done, colls_done;
+            uint64_t events;
+            sr_fabric_progress(f, &done, &colls_done, &events);
+            fprintf(stderr, "\r  sim %.3f ms  flows %u/%u", (double)sr_fabric_now(f) / 1e6, done,
+                    sr_fabric_flow_cnt(f));
+            if (sr_fabric_coll_cnt(f))
+                fprintf(stderr, "  collectives %u/%u", colls_done, sr_fabric_coll_cnt(f));
+            fprintf(stderr, "  events %.2fM  %.2fM ev/s  rss %.0f MiB ", (double)events / 1e6,
+                    (double)events / (now - t0) / 1e6, max_rss_mib());
             last = now;
             printed = true;
         }
@@ -448,6 +579,8 @@ int main(int argc, char **argv)
     double wall = wall_s() - t0;
     if (r < 0) {
         fprintf(stderr, "srdma-fabric: setup failed (%d)\n", r);
+        if (pcap)
+            fclose(pcap);
         sr_fabric_destroy(f);
         return 1;
     }
@@ -467,24 +600,34 @@ int main(int argc, char **argv)
            s.verified_bad);
     printf("%-22s %.2f / %.2f / %.2f us\n", "fct p50 / p99 / max", (double)s.fct_p50_ns / 1e3,
            (double)s.fct_p99_ns / 1e3, (double)s.fct_max_ns / 1e3);
+    if (s.colls)
+        printf("%-22s %.2f us (%u of %u complete)\n", "collective time",
+               (double)s.coll_max_ns / 1e3, s.colls_done, s.colls);
     printf("%-22s %.3f ms\n", "simulated time", (double)s.end_ns / 1e6);
     printf("%-22s %.0f%% max, %.0f%% mean\n", "fabric link util", s.max_util * 100,
            s.mean_util * 100);
     printf("%-22s %" PRIu64 " bytes\n", "max queue", s.max_q_bytes);
-    printf("%-22s %" PRIu64 " (trimmed %" PRIu64 ", ecn marked %" PRIu64 ")\n", "drops", s.drops,
-           s.trimmed_rx, s.ecn_marked);
-    printf("%-22s %" PRIu64 " (timeouts %" PRIu64 ")\n", "retransmissions", s.retransmits,
-           s.timeouts);
+    printf("%-22s %" PRIu64 " (random loss %" PRIu64 ", trimmed %" PRIu64 ", ecn marked %" PRIu64
+           ")\n",
+           "drops", s.drops, s.loss_drops, s.trimmed_rx, s.ecn_marked);
+    printf("%-22s %" PRIu64 " (timeouts %" PRIu64 ", tail-loss probes %" PRIu64 ")\n",
+           "retransmissions", s.retransmits, s.timeouts, s.probes);
     double cpu = cpu_s();
     printf("%-22s %" PRIu64 " (%.2fM/s wall, %.2fM/s cpu)\n", "packet-hop events", s.events,
            (double)s.events / wall / 1e6, (double)s.events / cpu / 1e6);
     printf("%-22s %.2f s wall, %.2f s cpu, max rss %.0f MiB\n", "time", wall, cpu, max_rss_mib());
     printf("%-22s %016" PRIx64 "\n", "digest", sr_fabric_digest(f));
-    int rc = s.done == s.flows && !s.failed && !s.verified_bad ? 0 : 1;
+    int rc = s.done == s.flows && !s.failed && !s.verified_bad && s.colls_done == s.colls ? 0 : 1;
     if (flows_csv && write_flows(f, flows_csv) != 0)
         rc = 1;
     if (links_csv && write_links(f, links_csv, s.end_ns ? s.end_ns : sr_fabric_now(f)) != 0)
         rc = 1;
+    if (series_csv && write_series(f, series_csv, c.sample_ns) != 0)
+        rc = 1;
+    if (pcap && (fclose(pcap) != 0 || pc.err)) {
+        fprintf(stderr, "srdma-fabric: writing '%s' failed\n", pcap_file);
+        rc = 1;
+    }
     sr_fabric_destroy(f);
     return rc;
 }

@@ -1,7 +1,10 @@
 /* fabric_test.c: the fabric simulator on small leaf-spine and fat-tree
  * fabrics with real engines: every byte delivered (verified mode), packet
  * conservation at every switch, link and host, ECMP balance, a failed link
- * carrying nothing, trimming under incast, and same seed, same run. */
+ * carrying nothing, trimming under incast, ring and halving-doubling
+ * all-reduce as dependent steps, random loss, the delivered-bytes series,
+ * the link tap, the engine-config hook, and same seed, same run. */
+#include "sr_engine.h"
 #include "sr_fabric.h"
 #include "sr_test.h"
 
@@ -48,8 +51,8 @@ static void check_conservation(struct sr_fabric *f)
     for (uint32_t i = 0; i < sr_fabric_link_cnt(f); i++) {
         struct sr_fabric_link_stats l;
         SR_CHECK_EQ(sr_fabric_link_stats(f, (int)i, &l), 0);
-        SR_CHECK(l.tx_pkts >= l.arrived + l.wire_drops);
-        link_in_flight += l.tx_pkts - l.arrived - l.wire_drops;
+        SR_CHECK(l.tx_pkts >= l.arrived + l.wire_drops + l.loss_drops);
+        link_in_flight += l.tx_pkts - l.arrived - l.wire_drops - l.loss_drops;
     }
     SR_CHECK_EQ(link_in_flight, sr_fabric_pending(f));
     struct sr_fabric_summary sum;
@@ -330,6 +333,325 @@ static void test_errors(void)
     sr_fabric_destroy(f);
 }
 
+/* Every step started exactly when the step it waited for arrived, and
+ * arrived (its data placed and verified) after it started. */
+static void check_steps(struct sr_fabric *f, int coll, uint32_t want_flows)
+{
+    struct sr_fabric_coll_info ci;
+    SR_CHECK_EQ(sr_fabric_coll_info(f, coll, &ci), 0);
+    SR_CHECK_EQ(ci.flows, want_flows);
+    SR_CHECK_EQ(ci.arrived, want_flows);
+    uint64_t last = 0;
+    uint32_t firsts = 0;
+    for (uint32_t i = 0; i < sr_fabric_flow_cnt(f); i++) {
+        struct sr_fabric_flow_info fi, pi;
+        sr_fabric_flow_info(f, (int)i, &fi);
+        if (fi.coll != (uint32_t)coll + 1)
+            continue;
+        SR_CHECK(fi.arrive_ns != UINT64_MAX && fi.arrive_ns > fi.start_ns);
+        SR_CHECK(fi.arrive_ns <= fi.end_ns);
+        last = fi.arrive_ns > last ? fi.arrive_ns : last;
+        if (fi.after < 0) {
+            firsts++;
+            SR_CHECK_EQ(fi.start_ns, ci.start_ns);
+            continue;
+        }
+        SR_CHECK_EQ(sr_fabric_flow_info(f, fi.after, &pi), 0);
+        SR_CHECK_EQ(pi.dst, fi.src);
+        SR_CHECK_EQ(fi.start_ns, pi.arrive_ns);
+    }
+    SR_CHECK_EQ(firsts, sr_fabric_host_cnt(f));
+    SR_CHECK_EQ(ci.end_ns, last);
+}
+
+static void test_ring_allreduce(void)
+{
+    struct sr_fabric_cfg c = base_cfg(SR_FABRIC_LEAF_SPINE);
+    struct sr_fabric *f = make(&c);
+    const uint64_t bytes = 16 * 20000; /* 20,000 per chunk: 5 packets */
+    int coll = sr_fabric_ring_allreduce(f, bytes, 1000);
+    SR_CHECK_EQ(coll, 0);
+    SR_CHECK_EQ(sr_fabric_flow_cnt(f), 16 * 30);
+    SR_CHECK_EQ(run_checked(f, 20000, 100000000), SR_FABRIC_DONE);
+    check_all_ok(f);
+    check_steps(f, coll, 16 * 30);
+    struct sr_fabric_summary s;
+    sr_fabric_summary(f, &s);
+    SR_CHECK_EQ(s.colls, 1);
+    SR_CHECK_EQ(s.colls_done, 1);
+    /* 30 dependent steps cannot take less than 30 one-way trips of at
+     * least two host links (500 ns each) plus a chunk's serialization. */
+    SR_CHECK(s.coll_max_ns > 30 * (2 * 500 + 20000 * 8 / 100));
+    for (uint32_t i = 0; i < sr_fabric_flow_cnt(f); i++) {
+        struct sr_fabric_flow_info fi;
+        sr_fabric_flow_info(f, (int)i, &fi);
+        SR_CHECK_EQ(fi.dst, (fi.src + 1) % 16);
+        SR_CHECK_EQ(fi.bytes, 20000);
+    }
+    sr_fabric_destroy(f);
+}
+
+static void test_hd_allreduce(void)
+{
+    struct sr_fabric_cfg c = base_cfg(SR_FABRIC_FAT_TREE);
+    struct sr_fabric *f = make(&c);
+    const uint64_t bytes = 256 * 1024;
+    int coll = sr_fabric_hd_allreduce(f, bytes, 0);
+    SR_CHECK_EQ(coll, 0);
+    SR_CHECK_EQ(sr_fabric_flow_cnt(f), 16 * 8);
+    SR_CHECK_EQ(run_checked(f, 20000, 100000000), SR_FABRIC_DONE);
+    check_all_ok(f);
+    check_steps(f, coll, 16 * 8);
+    /* Each host sends 2 (S - S/n) in all, to partners at distances 8, 4,
+     * 2, 1 and back. */
+    uint64_t sent[16] = {0};
+    for (uint32_t i = 0; i < sr_fabric_flow_cnt(f); i++) {
+        struct sr_fabric_flow_info fi;
+        sr_fabric_flow_info(f, (int)i, &fi);
+        uint32_t d = fi.src ^ fi.dst;
+        SR_CHECK(d == 1 || d == 2 || d == 4 || d == 8);
+        sent[fi.src] += fi.bytes;
+    }
+    for (int h = 0; h < 16; h++)
+        SR_CHECK_EQ(sent[h], 2 * (bytes - bytes / 16));
+    sr_fabric_destroy(f);
+    /* 12 hosts: not a power of two. */
+    c = base_cfg(SR_FABRIC_LEAF_SPINE);
+    c.leaves = 3;
+    f = make(&c);
+    SR_CHECK_EQ(sr_fabric_hd_allreduce(f, bytes, 0), SR_ERR_INVAL);
+    SR_CHECK_EQ(sr_fabric_ring_allreduce(f, 0, 0), SR_ERR_INVAL);
+    sr_fabric_destroy(f);
+}
+
+static void test_step_errors(void)
+{
+    struct sr_fabric_cfg c = base_cfg(SR_FABRIC_LEAF_SPINE);
+    struct sr_fabric *f = make(&c);
+    int plain = sr_fabric_add_flow(f, 0, 1, 100, 0);
+    SR_CHECK_EQ(plain, 0);
+    SR_CHECK_EQ(sr_fabric_add_step(f, 0, 1, 2, 100, -1, 0), SR_ERR_INVAL); /* no collective */
+    int coll = sr_fabric_coll_new(f);
+    SR_CHECK_EQ(coll, 0);
+    int a = sr_fabric_add_step(f, coll, 1, 2, 100, -1, 0);
+    SR_CHECK(a > 0);
+    SR_CHECK_EQ(sr_fabric_add_step(f, coll, 3, 4, 100, a, 0), SR_ERR_INVAL);     /* 2 != 3 */
+    SR_CHECK_EQ(sr_fabric_add_step(f, coll, 1, 3, 100, plain, 0), SR_ERR_INVAL); /* plain */
+    SR_CHECK_EQ(sr_fabric_add_step(f, coll, 2, 3, 100, a + 5, 0), SR_ERR_INVAL); /* unknown */
+    SR_CHECK_EQ(sr_fabric_add_step(f, coll, 2, 2, 100, a, 0), SR_ERR_INVAL);
+    /* A dependent step's start time does not order flows. */
+    SR_CHECK(sr_fabric_add_step(f, coll, 2, 3, 100, a, 5) > a);
+    SR_CHECK(sr_fabric_add_flow(f, 5, 6, 100, 0) >= 0);
+    SR_CHECK_EQ(sr_fabric_background(f, 0.0, 100, 0), SR_ERR_INVAL);
+    SR_CHECK_EQ(sr_fabric_background(f, 1.5, 100, 0), SR_ERR_INVAL);
+    SR_CHECK_EQ(sr_fabric_set_tap(f, 1000, NULL, NULL), SR_ERR_INVAL);
+    SR_CHECK_EQ(sr_fabric_run(f, 10000000), SR_FABRIC_DONE);
+    check_all_ok(f);
+    sr_fabric_destroy(f);
+}
+
+/* Random loss on every link: the drops are counted where they happen, go
+ * back-N recovers them, every byte still arrives, and the delivered
+ * series counts each payload byte exactly once. */
+static void test_loss_and_series(void)
+{
+    struct sr_fabric_cfg c = base_cfg(SR_FABRIC_FAT_TREE);
+    c.loss = 2e-3;
+    c.sample_ns = 10000;
+    c.timeout = 4; /* about 65 us: the tail loss of a chunk waits for it */
+    struct sr_fabric *f = make(&c);
+    SR_CHECK_EQ(sr_fabric_permutation(f, 200000, 0), 0);
+    SR_CHECK_EQ(sr_fabric_ring_allreduce(f, 16 * 8192, 0), 0);
+    SR_CHECK_EQ(run_checked(f, 20000, 1000000000), SR_FABRIC_DONE);
+    check_all_ok(f);
+    check_steps(f, 0, 16 * 30);
+    uint64_t lost = 0;
+    for (uint32_t i = 0; i < sr_fabric_link_cnt(f); i++) {
+        struct sr_fabric_link_stats l;
+        sr_fabric_link_stats(f, (int)i, &l);
+        lost += l.loss_drops;
+    }
+    struct sr_fabric_summary s;
+    sr_fabric_summary(f, &s);
+    SR_CHECK(lost > 0);
+    SR_CHECK(s.drops >= lost);
+    SR_CHECK(s.retransmits > 0);
+    uint32_t cnt = 0;
+    const uint64_t *v = sr_fabric_series(f, &cnt);
+    SR_CHECK(v != NULL);
+    SR_CHECK(cnt >= s.end_ns / c.sample_ns);
+    uint64_t sum = 0;
+    for (uint32_t i = 0; v && i < cnt; i++)
+        sum += v[i];
+    SR_CHECK_EQ(sum, 16 * 200000 + 16 * 30 * 8192);
+    sr_fabric_destroy(f);
+}
+
+struct tap_count {
+    uint64_t pkts, bytes, last_ts;
+    bool ordered;
+};
+
+static void tap_fn(void *ctx, uint64_t ts_ns, const uint8_t *data, uint32_t stored, uint32_t len)
+{
+    struct tap_count *t = ctx;
+    t->ordered &= ts_ns >= t->last_ts && stored <= len && (data[0] >> 4) == 4;
+    t->last_ts = ts_ns;
+    t->pkts++;
+    t->bytes += len;
+}
+
+/* The tap sees exactly what the link accepted; the pcap file holds one
+ * record per packet. */
+static void test_tap_pcap(void)
+{
+    struct sr_fabric_cfg c = base_cfg(SR_FABRIC_LEAF_SPINE);
+    c.mode = SR_FABRIC_HEADER_ONLY;
+    struct sr_fabric *f = make(&c);
+    SR_CHECK_EQ(sr_fabric_ring_allreduce(f, 16 * 10000, 0), 0);
+    int link =
+        sr_fabric_find_link(f, sr_fabric_find_node(f, "h3"), sr_fabric_find_node(f, "leaf0"));
+    SR_CHECK(link >= 0);
+    struct tap_count t = {.ordered = true};
+    SR_CHECK_EQ(sr_fabric_set_tap(f, link, tap_fn, &t), 0);
+    SR_CHECK_EQ(sr_fabric_run(f, 100000000), SR_FABRIC_DONE);
+    struct sr_fabric_link_stats l;
+    sr_fabric_link_stats(f, link, &l);
+    SR_CHECK(t.pkts > 30);
+    SR_CHECK_EQ(t.pkts, l.tx_pkts);
+    SR_CHECK_EQ(t.bytes, l.tx_bytes);
+    SR_CHECK(t.ordered);
+    sr_fabric_destroy(f);
+
+    f = make(&c);
+    SR_CHECK_EQ(sr_fabric_ring_allreduce(f, 16 * 10000, 0), 0);
+    FILE *out = tmpfile();
+    SR_CHECK(out != NULL);
+    static struct sr_fabric_pcap pc;
+    SR_CHECK_EQ(sr_fabric_pcap_start(f, link, out, &pc), 0);
+    SR_CHECK_EQ(sr_fabric_run(f, 100000000), SR_FABRIC_DONE);
+    sr_fabric_link_stats(f, link, &l);
+    fflush(out);
+    /* Global header, then per packet a record header, Ethernet and the
+     * whole packet (header-only payloads written out as zeros). */
+    SR_CHECK_EQ(ftell(out), 24 + l.tx_pkts * (16 + 14) + l.tx_bytes);
+    SR_CHECK_EQ(pc.pkts, l.tx_pkts);
+    SR_CHECK(!pc.err);
+    fclose(out);
+    sr_fabric_destroy(f);
+}
+
+struct hook_seen {
+    uint32_t calls, mask, bad;
+    uint32_t set_window; /* 0: leave the configuration alone */
+};
+
+static void hook_fn(void *ctx, uint32_t host, struct sr_engine_cfg *ec)
+{
+    struct hook_seen *h = ctx;
+    h->calls++;
+    h->mask |= 1u << host;
+    /* Filled in already: the host's address and the fabric's window. */
+    if (ec->gid[15] != host || ec->gid[12] != 10 || ec->window_pkts != 64 || !ec->ops.tx)
+        h->bad++;
+    if (h->set_window)
+        ec->window_pkts = h->set_window;
+}
+
+static uint64_t hook_run(struct hook_seen *seen)
+{
+    struct sr_fabric_cfg c = base_cfg(SR_FABRIC_LEAF_SPINE);
+    if (seen) {
+        c.engine_cfg = hook_fn;
+        c.engine_cfg_ctx = seen;
+    }
+    struct sr_fabric *f = make(&c);
+    SR_CHECK_EQ(sr_fabric_permutation(f, 100000, 0), 0);
+    SR_CHECK_EQ(sr_fabric_run(f, 100000000), SR_FABRIC_DONE);
+    check_all_ok(f);
+    uint64_t d = sr_fabric_digest(f);
+    sr_fabric_destroy(f);
+    return d;
+}
+
+/* The hook sees every host's engine configuration once, filled in and
+ * before the engine exists; what it changes takes effect, and leaving it
+ * alone changes nothing. */
+static void test_engine_cfg_hook(void)
+{
+    struct hook_seen seen = {0};
+    uint64_t a = hook_run(&seen);
+    SR_CHECK_EQ(seen.calls, 16);
+    SR_CHECK_EQ(seen.mask, 0xffff);
+    SR_CHECK_EQ(seen.bad, 0);
+    SR_CHECK_EQ(hook_run(NULL), a);
+    struct hook_seen narrow = {.set_window = 2};
+    SR_CHECK(hook_run(&narrow) != a);
+}
+
+/* A collective across a cable that fails mid-run: nothing crosses the cable
+ * from the failure on, nothing is offered to it once routing knows, and
+ * every step still arrives and verifies. */
+static void test_collective_link_failure(void)
+{
+    struct sr_fabric_cfg c = base_cfg(SR_FABRIC_LEAF_SPINE);
+    struct sr_fabric *f = make(&c);
+    int coll = sr_fabric_hd_allreduce(f, 512 * 1024, 0);
+    SR_CHECK_EQ(coll, 0);
+    int leaf0 = sr_fabric_find_node(f, "leaf0"), sp1 = sr_fabric_find_node(f, "spine1");
+    int up = sr_fabric_find_link(f, leaf0, sp1), down = sr_fabric_find_link(f, sp1, leaf0);
+    const uint64_t t_fail = 15000;
+    SR_CHECK_EQ(sr_fabric_schedule_link(f, leaf0, sp1, t_fail, false), 0);
+    SR_CHECK_EQ(sr_fabric_run(f, t_fail), SR_FABRIC_UNTIL);
+    struct sr_fabric_link_stats u0, d0, u1, d1, u2, d2;
+    sr_fabric_link_stats(f, up, &u0);
+    sr_fabric_link_stats(f, down, &d0);
+    SR_CHECK(u0.tx_pkts + d0.tx_pkts > 0); /* the collective used the cable */
+    SR_CHECK_EQ(sr_fabric_run(f, t_fail + c.detect_ns), SR_FABRIC_UNTIL);
+    sr_fabric_link_stats(f, up, &u1);
+    sr_fabric_link_stats(f, down, &d1);
+    SR_CHECK_EQ(run_checked(f, 20000, 200000000), SR_FABRIC_DONE);
+    sr_fabric_link_stats(f, up, &u2);
+    sr_fabric_link_stats(f, down, &d2);
+    SR_CHECK_EQ(u2.arrived, u0.arrived);
+    SR_CHECK_EQ(d2.arrived, d0.arrived);
+    SR_CHECK_EQ(u2.tx_pkts, u1.tx_pkts);
+    SR_CHECK_EQ(d2.tx_pkts, d1.tx_pkts);
+    check_all_ok(f);
+    check_steps(f, coll, 16 * 8);
+    sr_fabric_destroy(f);
+}
+
+static uint64_t coll_digest(uint64_t seed, enum sr_fabric_mode mode, bool hd)
+{
+    struct sr_fabric_cfg c = base_cfg(SR_FABRIC_FAT_TREE);
+    c.seed = seed;
+    c.mode = mode;
+    c.loss = 1e-3;
+    c.sample_ns = 5000;
+    c.timeout = 4;
+    c.fabric_link.buffer_bytes = 64 * 1024;
+    struct sr_fabric *f = make(&c);
+    SR_CHECK(sr_fabric_background(f, 0.5, 100000, 0) == 0);
+    SR_CHECK(hd ? sr_fabric_hd_allreduce(f, 128 * 1024, 0) >= 0
+                : sr_fabric_ring_allreduce(f, 128 * 1024, 0) >= 0);
+    SR_CHECK_EQ(sr_fabric_run(f, 1000000000), SR_FABRIC_DONE);
+    check_all_ok(f);
+    uint64_t d = sr_fabric_digest(f);
+    sr_fabric_destroy(f);
+    return d;
+}
+
+static void test_collective_determinism(void)
+{
+    for (int hd = 0; hd < 2; hd++) {
+        uint64_t a = coll_digest(21, SR_FABRIC_VERIFIED, hd);
+        SR_CHECK_EQ(coll_digest(21, SR_FABRIC_VERIFIED, hd), a);
+        SR_CHECK_EQ(coll_digest(21, SR_FABRIC_HEADER_ONLY, hd), a);
+        SR_CHECK(coll_digest(22, SR_FABRIC_HEADER_ONLY, hd) != a);
+    }
+}
+
 int main(void)
 {
     SR_RUN(test_errors);
@@ -340,5 +662,13 @@ int main(void)
     SR_RUN(test_link_failure);
     SR_RUN(test_incast_trim);
     SR_RUN(test_determinism);
+    SR_RUN(test_ring_allreduce);
+    SR_RUN(test_hd_allreduce);
+    SR_RUN(test_step_errors);
+    SR_RUN(test_loss_and_series);
+    SR_RUN(test_tap_pcap);
+    SR_RUN(test_engine_cfg_hook);
+    SR_RUN(test_collective_link_failure);
+    SR_RUN(test_collective_determinism);
     return SR_TEST_RESULT();
 }

@@ -1,11 +1,14 @@
 /* fabric.c: the fabric simulator: topology construction, per-hop
- * forwarding (ECMP, ECN, drop-tail, trimming), link failure schedule, the
- * hosts' engines and RoCEv2 encapsulation, the workload and its metrics,
- * and the event loop over three sources: packet arrivals (per-link FIFOs
- * under a heap of links, keyed by time and sequence), host engine deadlines (an indexed min-heap,
- * so a step costs O(log hosts) rather than a scan) and control events (flow starts, link changes).
- */
-#include "sr_fabric.h"
+ * forwarding (ECMP, ECN, drop-tail, trimming, random loss), link failure
+ * schedule, the hosts' engines and RoCEv2 encapsulation, flows and
+ * collective steps (WRITEs with immediate started by arrivals), and the
+ * event loop over three sources: packet arrivals (per-link FIFOs under a
+ * heap of links, keyed by time and sequence), host engine deadlines (an
+ * indexed min-heap, so a step costs O(log hosts) rather than a scan) and
+ * control events (flow starts, link changes). Workloads are in
+ * fabric_workload.c, metrics in fabric_metrics.c, the pcap tap in
+ * fabric_pcap.c. */
+#include "fabric_int.h"
 #include "sr_engine.h"
 #include "sr_util.h"
 #include "sr_wire.h"
@@ -16,20 +19,13 @@
 
 #define FAB_NS_PER_S     1000000000ull
 #define FAB_MAX_PORTS    1024
-#define FAB_L3_LEN       (SR_IPV4_HDR_LEN + SR_UDP_HDR_LEN)
-#define FAB_PKT_MAX      (FAB_L3_LEN + SR_MAX_HDR_LEN + SR_MAX_PMTU + 8)
 #define FAB_DEF_WINDOW   64
 #define FAB_DEF_TIMEOUT  8
 #define FAB_DEF_HEADROOM (64u * 1024)
+#define FAB_RECV_WR_ID   UINT64_MAX
+#define FAB_CONN_DEPTH   16 /* send and receive WQEs of a collective's QP */
 
 /* ---- randomness: splitmix64 seeding xoshiro256** (Blackman & Vigna) ---- */
-
-static uint64_t fab_mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 static void fab_rng_seed(uint64_t s[4], uint64_t seed)
 {
@@ -62,132 +58,40 @@ static double fab_unit(uint64_t r)
     return (double)(r >> 11) * 0x1.0p-53;
 }
 
-static uint32_t fab_below(uint64_t r, uint32_t n)
+/* ---- small helpers ---- */
+
+static struct fab_pkt *fab_pkt_alloc(struct sr_fabric *f, size_t stored)
 {
-    return (uint32_t)(((r >> 32) * n) >> 32);
+    struct fab_pkt *p;
+    if (sizeof(*p) + stored > FAB_SMALL_PKT) {
+        p = malloc(sizeof(*p) + stored);
+        if (p)
+            p->pooled = false;
+        return p;
+    }
+    if (f->pool) {
+        p = f->pool;
+        memcpy(&f->pool, p, sizeof(void *));
+        f->pool_cnt--;
+    } else {
+        p = malloc(FAB_SMALL_PKT);
+        if (!p)
+            return NULL;
+    }
+    p->pooled = true;
+    return p;
 }
 
-/* ---- structures ---- */
-
-struct fab_link {
-    int from, to;
-    struct sr_fabric_link_cfg cfg;
-    bool up;        /* physical: carries packets */
-    bool route_up;  /* what routing believes, detect_ns behind up */
-    uint32_t epoch; /* bumped on each failure: packets sent before it die */
-    uint64_t busy_until_ns, busy_rem;
-    /* Accepted and not yet arrived, in order: a ring of power-of-two
-     * capacity indexed by mask. Its last q_cnt entries are still being
-     * serialized (what the queue length counts, q_bytes): one ring serves
-     * both, so a hop touches one array. */
-    struct fab_ev *fly;
-    uint32_t fly_head, fly_cnt, fly_cap;
-    uint32_t q_cnt;
-    uint64_t q_bytes;
-    uint64_t rng[4];
-    struct sr_fabric_link_stats st;
-};
-
-/* A packet in the fabric: one allocation from the sending host to its
- * fate, moved from hop to hop. data holds stored bytes (the whole packet,
- * or in header-only mode its headers); len is the length on the wire. */
-struct fab_pkt {
-    uint32_t len, stored, hdr_len; /* hdr_len: IP + UDP + transport headers */
-    uint32_t link;                 /* link it is crossing */
-    uint32_t epoch;
-    uint32_t dst;       /* destination host */
-    uint64_t flow_hash; /* of the 5-tuple, salted per switch */
-    bool trimmed;
-    uint8_t data[];
-};
-
-struct fab_ev {
-    uint64_t at_ns, seq;
-    struct fab_pkt *pkt;
-    uint32_t len; /* on the wire; serialized by at_ns - the link's delay */
-};
-
-struct fab_host {
-    struct sr_fabric *f;
-    uint32_t id;
-    struct sr_engine *eng;
-    struct sr_pd *pd;
-    struct sr_cq *cq;
-    struct sr_mr *src_mr, *dst_mr;
-    uint8_t *src_buf, *dst_buf; /* verified mode: owned; else the shared ones */
-    uint64_t dst_len;
-    uint32_t hpos; /* position in the deadline heap */
-    uint64_t key;  /* deadline there */
-    uint32_t flows_out, flows_in;
-    uint64_t tx, rx, rx_trimmed, rx_bad;
-};
-
-struct fab_flow {
-    uint32_t src, dst;
-    uint64_t bytes, start_ns, end_ns, dst_off;
-    struct sr_qp *qp[2];
-    bool done, ok, bad; /* bad: completed but the bytes differ */
-};
-
-enum fab_ctl_kind { FAB_CTL_PHYS, FAB_CTL_ROUTE };
-
-struct fab_ctl {
-    uint64_t at_ns, seq;
-    int a, b;
-    uint8_t kind;
-    bool up;
-};
-
-struct fab_node {
-    enum sr_fabric_node_kind kind;
-    uint32_t port_cnt;
-    uint32_t *ports; /* out-link ids, in topology order (see the builders) */
-    uint64_t salt;   /* ECMP hash salt, so tiers do not polarise */
-    uint64_t in, dropped, noroute;
-};
-
-/* A heap entry carries its link's head key, so comparisons touch only the
- * heap array. */
-struct fab_lkey {
-    uint64_t at_ns, seq;
-    struct fab_pkt *pkt; /* the head itself, to prefetch it early */
-    uint32_t link;
-};
-
-struct sr_fabric {
-    struct sr_fabric_cfg cfg;
-    uint64_t now_ns, seq;
-    uint64_t rng[4];
-    bool started;
-    uint32_t host_cnt, node_cnt, link_cnt;
-    uint32_t half;        /* fat-tree k/2 */
-    uint32_t routes_down; /* links routing believes down */
-    struct fab_node *nodes;
-    struct fab_link *links;
-    struct fab_host *hosts;
-
-    struct fab_lkey *heap; /* links with packets in flight, by their oldest */
-    uint32_t heap_cnt;
-    size_t pending;
-    uint32_t *hheap; /* host ids by deadline */
-    uint32_t hheap_cnt;
-
-    struct fab_ctl *ctl;
-    size_t ctl_cnt, ctl_cap, ctl_next;
-
-    struct fab_flow *flows;
-    uint32_t flow_cnt, flow_cap, flow_next, flows_done;
-
-    uint8_t *shared_src, *shared_dst;
-    uint64_t max_bytes;
-    uint64_t events;
-    /* Header-only receive scratch: headers in front of a payload nobody
-     * reads. Separate from anything tx touches, since the engine transmits
-     * while it still reads the packet. */
-    uint8_t rx_buf[FAB_PKT_MAX];
-};
-
-/* ---- small helpers ---- */
+static void fab_pkt_free(struct sr_fabric *f, struct fab_pkt *p)
+{
+    if (!p->pooled || f->pool_cnt >= FAB_POOL_MAX) {
+        free(p);
+        return;
+    }
+    memcpy(p, &f->pool, sizeof(void *));
+    f->pool = p;
+    f->pool_cnt++;
+}
 
 static uint64_t fab_add_sat(uint64_t a, uint64_t b)
 {
@@ -238,10 +142,15 @@ static bool fab_k_before(const struct fab_lkey *x, const struct fab_lkey *y)
     return x->at_ns != y->at_ns ? x->at_ns < y->at_ns : x->seq < y->seq;
 }
 
+/* A 4-ary heap: half the depth of a binary one, and the four children of
+ * a node share two cache lines, which matters once the heap (one entry
+ * per busy link) outgrows the caches. */
+#define FAB_HEAP_D 4
+
 static void fab_l_up(struct sr_fabric *f, uint32_t i, struct fab_lkey k)
 {
     while (i > 0) {
-        uint32_t p = (i - 1) / 2;
+        uint32_t p = (i - 1) / FAB_HEAP_D;
         if (!fab_k_before(&k, &f->heap[p]))
             break;
         f->heap[i] = f->heap[p];
@@ -253,11 +162,13 @@ static void fab_l_up(struct sr_fabric *f, uint32_t i, struct fab_lkey k)
 static void fab_l_down(struct sr_fabric *f, uint32_t i, struct fab_lkey k)
 {
     for (;;) {
-        uint32_t c = 2 * i + 1;
+        uint32_t c = FAB_HEAP_D * i + 1;
         if (c >= f->heap_cnt)
             break;
-        if (c + 1 < f->heap_cnt && fab_k_before(&f->heap[c + 1], &f->heap[c]))
-            c++;
+        uint32_t end = SR_MIN(c + FAB_HEAP_D, f->heap_cnt);
+        for (uint32_t j = c + 1; j < end; j++)
+            if (fab_k_before(&f->heap[j], &f->heap[c]))
+                c = j;
         if (!fab_k_before(&f->heap[c], &k))
             break;
         f->heap[i] = f->heap[c];
@@ -372,8 +283,15 @@ static void fab_host_refresh(struct sr_fabric *f, struct fab_host *h)
 
 /* ---- links ---- */
 
-static void fab_q_drain(struct fab_link *l, uint64_t now_ns)
+void fab_q_drain(struct fab_link *l, uint64_t now_ns)
 {
+    /* Idle since the last packet finished: all of the queue has left,
+     * without reading the ring (whose entries are long out of cache). */
+    if (l->busy_until_ns <= now_ns) {
+        l->q_cnt = 0;
+        l->q_bytes = 0;
+        return;
+    }
     uint32_t mask = l->fly_cap - 1;
     while (l->q_cnt) {
         const struct fab_ev *e = &l->fly[(l->fly_head + l->fly_cnt - l->q_cnt) & mask];
@@ -434,7 +352,7 @@ static bool fab_link_send(struct sr_fabric *f, uint32_t id, struct fab_pkt *p, b
     fab_q_drain(l, now);
     if (!l->up) {
         l->st.down_drops++;
-        free(p);
+        fab_pkt_free(f, p);
         return false;
     }
     /* A host's own NIC queue never drops: the engine's window bounds it,
@@ -445,7 +363,7 @@ static bool fab_link_send(struct sr_fabric *f, uint32_t id, struct fab_pkt *p, b
         if (!f->cfg.trim || p->trimmed || p->hdr_len >= p->len ||
             l->q_bytes + p->hdr_len > limit + room) {
             l->st.drops++;
-            free(p);
+            fab_pkt_free(f, p);
             return false;
         }
         /* Cut the payload, keep the headers: the receiver learns of the
@@ -454,19 +372,23 @@ static bool fab_link_send(struct sr_fabric *f, uint32_t id, struct fab_pkt *p, b
         p->stored = SR_MIN(p->stored, p->hdr_len);
         p->trimmed = true;
         sr_put_be16(p->data + 2, (uint16_t)p->len);
+        sr_put_be16(p->data + SR_IPV4_HDR_LEN + 4, (uint16_t)(p->len - SR_IPV4_HDR_LEN));
         sr_put_be16(p->data + 10, 0);
         sr_put_be16(p->data + 10, sr_inet_csum(p->data, SR_IPV4_HDR_LEN, 0));
         l->st.trimmed++;
     }
     if (is_switch && fab_ecn_due(f, l) && fab_ecn_mark(p->data))
         l->st.ecn_marked++;
+    uint64_t first_bit = SR_MAX(now, l->busy_until_ns);
     uint64_t done = fab_serialize(l, now, p->len);
     if (fab_fly_reserve(l) < 0) {
         /* Out of memory: treat as a buffer drop so counters still add up. */
         l->st.drops++;
-        free(p);
+        fab_pkt_free(f, p);
         return false;
     }
+    if ((int)id == f->tap_link)
+        f->tap_fn(f->tap_ctx, first_bit, p->data, p->stored, p->len);
     fab_fly_push(f, id, fab_add_sat(done, l->cfg.delay_ns), p);
     p->link = id;
     p->epoch = l->epoch;
@@ -740,7 +662,7 @@ static void fab_switch_rx(struct sr_fabric *f, uint32_t node, struct fab_pkt *p)
     if (!cnt) {
         n->noroute++;
         n->dropped++;
-        free(p);
+        fab_pkt_free(f, p);
         return;
     }
     uint32_t pick = cnt == 1 ? 0 : (uint32_t)(fab_mix64(p->flow_hash ^ n->salt) % cnt);
@@ -770,7 +692,7 @@ static int fab_host_tx(void *ctx, const struct sr_tx_pkt *t)
     size_t hdr = (size_t)hl + t->hdr_len;
     bool full = f->cfg.mode == SR_FABRIC_VERIFIED;
     size_t stored = full ? len : hdr;
-    struct fab_pkt *p = malloc(sizeof(*p) + stored);
+    struct fab_pkt *p = fab_pkt_alloc(f, stored);
     if (!p)
         return -1;
     memcpy(p->data, l3, (size_t)hl);
@@ -800,6 +722,24 @@ static int fab_host_tx(void *ctx, const struct sr_tx_pkt *t)
 
 static void fab_host_poll(struct sr_fabric *f, struct fab_host *h);
 
+static uint64_t fab_discards(const struct sr_engine_stats *s)
+{
+    return s->rx_drop_malformed + s->rx_drop_no_qp + s->rx_drop_bad_peer + s->rx_drop_other +
+           s->rx_duplicate + s->seq_naks_sent + s->rnr_naks_sent + s->err_naks_sent;
+}
+
+static void fab_sample(struct sr_fabric *f, uint64_t bytes)
+{
+    size_t i = (size_t)(f->now_ns / f->cfg.sample_ns);
+    if (i >= f->series_cnt) {
+        if (fab_grow((void **)&f->series, &f->series_cap, i + 1, sizeof(*f->series)) < 0)
+            return;
+        memset(f->series + f->series_cnt, 0, (i + 1 - f->series_cnt) * sizeof(*f->series));
+        f->series_cnt = i + 1;
+    }
+    f->series[i] += bytes;
+}
+
 static void fab_host_rx(struct sr_fabric *f, struct fab_host *h, struct fab_pkt *p)
 {
     h->rx++;
@@ -823,10 +763,26 @@ static void fab_host_rx(struct sr_fabric *f, struct fab_host *h, struct fab_pkt 
     }
     uint8_t src[16];
     fab_host_addr(fab_addr_host(pkt + 12), src);
-    sr_engine_rx(h->eng, pkt + FAB_L3_LEN, p->len - FAB_L3_LEN, src, f->now_ns);
+    uint32_t payload = p->len - p->hdr_len;
+    if (f->cfg.sample_ns && payload > SR_ICRC_LEN) {
+        /* Delivered = the engine kept it: none of its discard counters
+         * (out of sequence after a NAK, duplicate, ...) moved. */
+        struct sr_engine_stats a, b;
+        sr_engine_stats(h->eng, &a);
+        sr_engine_rx(h->eng, pkt + FAB_L3_LEN, p->len - FAB_L3_LEN, src, f->now_ns);
+        sr_engine_stats(h->eng, &b);
+        if (fab_discards(&a) == fab_discards(&b))
+            fab_sample(f, payload - SR_ICRC_LEN);
+    } else {
+        sr_engine_rx(h->eng, pkt + FAB_L3_LEN, p->len - FAB_L3_LEN, src, f->now_ns);
+    }
     fab_host_poll(f, h);
     fab_host_refresh(f, h);
 }
+
+static int fab_flow_start(struct sr_fabric *f, uint32_t id);
+static int fab_post_recv(struct fab_conn *c);
+static void fab_conn_sent(struct sr_fabric *f, struct fab_conn *c);
 
 static void fab_flow_verify(struct sr_fabric *f, struct fab_flow *fl)
 {
@@ -840,14 +796,47 @@ static void fab_flow_verify(struct sr_fabric *f, struct fab_flow *fl)
     }
 }
 
+/* A step's data is in place at its receiver: verify it, account the
+ * collective, and start the steps that waited for it (their source is this
+ * receiver). */
+static void fab_flow_arrived(struct sr_fabric *f, uint32_t id)
+{
+    struct fab_flow *fl = &f->flows[id];
+    if (fl->arrive_ns != UINT64_MAX)
+        return;
+    fl->arrive_ns = f->now_ns;
+    fab_flow_verify(f, fl);
+    struct fab_coll *c = &f->colls[fl->coll - 1];
+    c->arrived++;
+    if (c->arrived == c->flows)
+        c->end_ns = f->now_ns;
+    for (int32_t s = fl->succ; s >= 0; s = f->flows[s].sib) {
+        f->flows[s].start_ns = f->now_ns;
+        fab_flow_start(f, (uint32_t)s);
+    }
+}
+
 static void fab_host_poll(struct sr_fabric *f, struct fab_host *h)
 {
-    if (!h->flows_out)
+    if (!h->flows_out && !h->imm_in)
         return;
     struct sr_wc wc[16];
     int n;
     while ((n = sr_cq_poll(h->cq, 16, wc)) > 0) {
         for (int i = 0; i < n; i++) {
+            if (wc[i].wr_id == FAB_RECV_WR_ID) {
+                /* The immediate names the step (fab_flow_start); a flushed
+                 * receive carries none. */
+                if (wc[i].status == SR_WC_SUCCESS && wc[i].opcode == SR_WC_RECV_RDMA_WITH_IMM &&
+                    wc[i].imm < f->flow_cnt && f->flows[wc[i].imm].coll &&
+                    f->flows[wc[i].imm].dst == h->id) {
+                    struct fab_conn *c = &f->conns[f->flows[wc[i].imm].conn];
+                    if (c->recv_posted < c->recvs)
+                        fab_post_recv(c);
+                    fab_flow_arrived(f, wc[i].imm);
+                }
+                continue;
+            }
             if (wc[i].wr_id >= f->flow_cnt)
                 continue;
             struct fab_flow *fl = &f->flows[wc[i].wr_id];
@@ -855,10 +844,12 @@ static void fab_host_poll(struct sr_fabric *f, struct fab_host *h)
                 continue;
             fl->done = true;
             fl->end_ns = f->now_ns;
-            fl->ok = wc[i].status == SR_WC_SUCCESS;
-            if (fl->ok)
+            /* A step was verified when its data arrived. */
+            fl->ok = wc[i].status == SR_WC_SUCCESS && !fl->bad;
+            if (fl->ok && !fl->coll)
                 fab_flow_verify(f, fl);
             f->flows_done++;
+            fab_conn_sent(f, &f->conns[fl->conn]);
         }
     }
 }
@@ -882,18 +873,20 @@ static int fab_host_init(struct sr_fabric *f, struct fab_host *h)
     ec.max_qp = h->flows_out + h->flows_in + 4;
     ec.max_cq = 4;
     ec.max_mr = 4;
-    ec.max_cqe = h->flows_out + 16;
+    ec.max_cqe = h->cqe;
     ec.window_pkts = f->cfg.window_pkts ? f->cfg.window_pkts : FAB_DEF_WINDOW;
     ec.port_mtu = f->cfg.mtu ? f->cfg.mtu : 4096;
     ec.ops.tx = fab_host_tx;
     ec.ops_ctx = h;
+    if (f->cfg.engine_cfg)
+        f->cfg.engine_cfg(f->cfg.engine_cfg_ctx, h->id, &ec);
     int err = sr_engine_create(&ec, &h->eng);
     if (err)
         return err;
     err = sr_pd_alloc(h->eng, &h->pd);
     if (err)
         return err;
-    err = sr_cq_create(h->eng, h->flows_out + 16, &h->cq);
+    err = sr_cq_create(h->eng, h->cqe, &h->cq);
     if (err)
         return err;
     uint32_t acc = SR_ACCESS_LOCAL_WRITE | SR_ACCESS_REMOTE_WRITE;
@@ -963,6 +956,64 @@ static int fab_qp_up(struct sr_fabric *f, struct sr_qp *qp, struct sr_qp *peer, 
                         0);
 }
 
+/* A collective's steps between two hosts share one connection, found by
+ * (src, dst, coll) in an open-addressing table. */
+static int fab_conns_build(struct sr_fabric *f)
+{
+    size_t cap = 16, conn_cap = 0;
+    while (cap < 2 * (size_t)f->flow_cnt)
+        cap *= 2;
+    uint32_t *tab = malloc(cap * sizeof(*tab));
+    if (!tab)
+        return SR_ERR_NOMEM;
+    memset(tab, 0xff, cap * sizeof(*tab));
+    int err = 0;
+    for (uint32_t i = 0; i < f->flow_cnt && !err; i++) {
+        struct fab_flow *fl = &f->flows[i];
+        size_t slot = SIZE_MAX;
+        if (fl->coll) {
+            uint64_t k = (uint64_t)fl->src << 40 ^ (uint64_t)fl->dst << 16 ^ fl->coll;
+            slot = fab_mix64(k) & (cap - 1);
+            while (tab[slot] != UINT32_MAX) {
+                const struct fab_conn *c = &f->conns[tab[slot]];
+                if (c->src == fl->src && c->dst == fl->dst && c->coll == fl->coll)
+                    break;
+                slot = (slot + 1) & (cap - 1);
+            }
+            if (tab[slot] != UINT32_MAX) {
+                fl->conn = tab[slot];
+                f->conns[fl->conn].sends++;
+                f->conns[fl->conn].recvs++;
+                continue;
+            }
+        }
+        err = fab_grow((void **)&f->conns, &conn_cap, (size_t)f->conn_cnt + 1, sizeof(*f->conns));
+        if (err)
+            break;
+        f->conns[f->conn_cnt] = (struct fab_conn){.src = fl->src,
+                                                  .dst = fl->dst,
+                                                  .coll = fl->coll,
+                                                  .sends = 1,
+                                                  .recvs = fl->coll ? 1 : 0,
+                                                  .wait_head = -1,
+                                                  .wait_tail = -1};
+        fl->conn = f->conn_cnt++;
+        if (slot != SIZE_MAX)
+            tab[slot] = fl->conn;
+    }
+    free(tab);
+    return err;
+}
+
+static int fab_post_recv(struct fab_conn *c)
+{
+    struct sr_recv_wr rw = {.wr_id = FAB_RECV_WR_ID, .sg_list = NULL, .num_sge = 0};
+    int err = sr_qp_post_recv(c->qp[1], &rw);
+    if (!err)
+        c->recv_posted++;
+    return err;
+}
+
 /* Engines, memory and QPs, once the flows are known. */
 static int fab_setup(struct sr_fabric *f)
 {
@@ -976,34 +1027,60 @@ static int fab_setup(struct sr_fabric *f)
         struct fab_flow *fl = &f->flows[i];
         f->hosts[fl->src].flows_out++;
         f->hosts[fl->dst].flows_in++;
+        f->hosts[fl->dst].imm_in += fl->coll != 0;
         fl->dst_off = f->hosts[fl->dst].dst_len;
         f->hosts[fl->dst].dst_len += fl->bytes;
     }
+    int err = fab_conns_build(f);
+    if (err)
+        return err;
+    /* Completions are polled after every call into an engine, so a CQ
+     * holds at most what its QPs have outstanding: a plain flow's WRITE,
+     * or a collective QP's queue of sends or of receives. */
+    for (uint32_t i = 0; i < f->host_cnt; i++)
+        f->hosts[i].cqe = 16;
+    for (uint32_t i = 0; i < f->conn_cnt; i++) {
+        const struct fab_conn *c = &f->conns[i];
+        f->hosts[c->src].cqe += c->coll ? SR_MIN(c->sends, FAB_CONN_DEPTH) : c->sends;
+        f->hosts[c->dst].cqe += SR_MIN(c->recvs, FAB_CONN_DEPTH);
+    }
     for (uint32_t i = 0; i < f->host_cnt; i++) {
-        int err = fab_host_init(f, &f->hosts[i]);
+        err = fab_host_init(f, &f->hosts[i]);
         if (err)
             return err;
     }
-    for (uint32_t i = 0; i < f->flow_cnt; i++) {
-        struct fab_flow *fl = &f->flows[i];
-        uint32_t ends[2] = {fl->src, fl->dst};
+    for (uint32_t i = 0; i < f->conn_cnt; i++) {
+        struct fab_conn *c = &f->conns[i];
+        uint32_t ends[2] = {c->src, c->dst};
+        /* A plain flow posts one WRITE; a collective's sends beyond the
+         * queue wait in the simulator (wait_head), and receives are
+         * replenished as they complete, so a long collective does not
+         * hold thousands of WQEs per QP. */
+        c->sq_depth = SR_MIN(c->sends, FAB_CONN_DEPTH);
+        uint32_t rq = SR_MAX(1, SR_MIN(c->recvs, FAB_CONN_DEPTH));
         for (int e = 0; e < 2; e++) {
             struct fab_host *h = &f->hosts[ends[e]];
             struct sr_qp_init_attr ia = {
                 .qp_type = SR_QPT_RC,
                 .send_cq = h->cq,
                 .recv_cq = h->cq,
-                .cap = {.max_send_wr = 4, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1},
+                .cap = {.max_send_wr = SR_MAX(4, c->sq_depth),
+                        .max_recv_wr = rq,
+                        .max_send_sge = 1,
+                        .max_recv_sge = 1},
             };
-            int err = sr_qp_create(h->pd, &ia, &fl->qp[e]);
+            err = sr_qp_create(h->pd, &ia, &c->qp[e]);
             if (err)
                 return err;
         }
         for (int e = 0; e < 2; e++) {
-            int err = fab_qp_up(f, fl->qp[e], fl->qp[1 - e], ends[1 - e]);
+            err = fab_qp_up(f, c->qp[e], c->qp[1 - e], ends[1 - e]);
             if (err)
                 return err;
         }
+        while (c->recv_posted < SR_MIN(c->recvs, rq))
+            if ((err = fab_post_recv(c)) != 0)
+                return err;
     }
     f->hheap = malloc(f->host_cnt * sizeof(*f->hheap));
     if (!f->hheap)
@@ -1019,30 +1096,71 @@ static int fab_setup(struct sr_fabric *f)
     return 0;
 }
 
-static int fab_flow_start(struct sr_fabric *f, uint32_t id)
+static void fab_flow_fail(struct sr_fabric *f, struct fab_flow *fl)
+{
+    fl->done = true;
+    fl->ok = false;
+    fl->end_ns = f->now_ns;
+    f->flows_done++;
+}
+
+static void fab_flow_post(struct sr_fabric *f, uint32_t id)
 {
     struct fab_flow *fl = &f->flows[id];
+    struct fab_conn *c = &f->conns[fl->conn];
     struct fab_host *s = &f->hosts[fl->src], *d = &f->hosts[fl->dst];
     uint64_t dst_va = f->cfg.mode == SR_FABRIC_VERIFIED ? fl->dst_off : 0;
     struct sr_sge sge = {.addr = 0, .length = (uint32_t)fl->bytes, .lkey = sr_mr_lkey(s->src_mr)};
+    /* A step announces its arrival with an immediate naming it: a WRITE
+     * with immediate consumes a receive WQE at its last packet and
+     * completes it at the responder once the data is placed (the engine's
+     * resp.c), which is what the next step waits for. */
     struct sr_send_wr wr = {
         .wr_id = id,
         .sg_list = &sge,
         .num_sge = 1,
-        .opcode = SR_WR_RDMA_WRITE,
+        .opcode = fl->coll ? SR_WR_RDMA_WRITE_WITH_IMM : SR_WR_RDMA_WRITE,
         .send_flags = SR_SEND_SIGNALED,
+        .imm = id,
         .remote_addr = dst_va,
         .rkey = sr_mr_rkey(d->dst_mr),
     };
-    int err = sr_qp_post_send(fl->qp[0], &wr, f->now_ns);
-    if (err) {
-        fl->done = true;
-        fl->ok = false;
-        fl->end_ns = f->now_ns;
-        f->flows_done++;
+    c->outstanding++;
+    if (sr_qp_post_send(c->qp[0], &wr, f->now_ns) != 0) {
+        c->outstanding--;
+        fab_flow_fail(f, fl);
     }
-    fab_host_refresh(f, s);
+}
+
+static int fab_flow_start(struct sr_fabric *f, uint32_t id)
+{
+    struct fab_flow *fl = &f->flows[id];
+    struct fab_conn *c = &f->conns[fl->conn];
+    if (c->outstanding >= c->sq_depth) {
+        fl->qnext = -1;
+        if (c->wait_tail >= 0)
+            f->flows[c->wait_tail].qnext = (int32_t)id;
+        else
+            c->wait_head = (int32_t)id;
+        c->wait_tail = (int32_t)id;
+        return 0;
+    }
+    fab_flow_post(f, id);
+    fab_host_refresh(f, &f->hosts[fl->src]);
     return 0;
+}
+
+/* A send completed on c: the next waiting step takes its place. */
+static void fab_conn_sent(struct sr_fabric *f, struct fab_conn *c)
+{
+    c->outstanding--;
+    if (c->wait_head < 0)
+        return;
+    uint32_t id = (uint32_t)c->wait_head;
+    c->wait_head = f->flows[id].qnext;
+    if (c->wait_head < 0)
+        c->wait_tail = -1;
+    fab_flow_post(f, id);
 }
 
 /* ---- public: create, workload, schedule ---- */
@@ -1079,7 +1197,9 @@ struct sr_fabric *sr_fabric_create(const struct sr_fabric_cfg *cfg, int *err)
         return NULL;
     }
     f->cfg = *cfg;
+    f->tap_link = -1;
     fab_rng_seed(f->rng, cfg->seed);
+    fab_rng_seed(f->loss_rng, fab_mix64(cfg->seed ^ 0x1055ull));
     *err = fab_build(f);
     if (!*err) {
         f->heap = malloc(f->link_cnt * sizeof(*f->heap));
@@ -1114,17 +1234,26 @@ void sr_fabric_destroy(struct sr_fabric *f)
     for (uint32_t i = 0; f->links && i < f->link_cnt; i++) {
         struct fab_link *l = &f->links[i];
         for (uint32_t j = 0; j < l->fly_cnt; j++)
-            free(l->fly[(l->fly_head + j) & (l->fly_cap - 1)].pkt);
+            fab_pkt_free(f, l->fly[(l->fly_head + j) & (l->fly_cap - 1)].pkt);
         free(l->fly);
     }
     for (uint32_t i = 0; f->nodes && i < f->node_cnt; i++)
         free(f->nodes[i].ports);
+    while (f->pool) {
+        void *next;
+        memcpy(&next, f->pool, sizeof(next));
+        free(f->pool);
+        f->pool = next;
+    }
     free(f->shared_src);
     free(f->shared_dst);
     free(f->hheap);
     free(f->heap);
     free(f->ctl);
     free(f->flows);
+    free(f->conns);
+    free(f->colls);
+    free(f->series);
     free(f->hosts);
     free(f->links);
     free(f->nodes);
@@ -1203,84 +1332,83 @@ int sr_fabric_find_link(const struct sr_fabric *f, int from, int to)
     return SR_ERR_INVAL;
 }
 
-int sr_fabric_add_flow(struct sr_fabric *f, uint32_t src, uint32_t dst, uint64_t bytes,
-                       uint64_t start_ns)
+static int fab_flow_add(struct sr_fabric *f, uint32_t coll, uint32_t src, uint32_t dst,
+                        uint64_t bytes, int after, uint64_t start_ns)
 {
     if (!f || f->started || src >= f->host_cnt || dst >= f->host_cnt || src == dst || !bytes ||
-        bytes > UINT32_MAX || f->flow_cnt >= INT32_MAX)
+        bytes > UINT32_MAX || f->flow_cnt >= INT32_MAX - 1)
         return SR_ERR_INVAL;
-    if (f->flow_cnt && f->flows[f->flow_cnt - 1].start_ns > start_ns)
+    if (after >= (int)f->flow_cnt || (after >= 0 && f->flows[after].dst != src) ||
+        (after >= 0 && !f->flows[after].coll))
+        return SR_ERR_INVAL;
+    if (after < 0 && f->flow_cnt && f->last_start > start_ns)
         return SR_ERR_INVAL;
     size_t cap = f->flow_cap;
     if (fab_grow((void **)&f->flows, &cap, (size_t)f->flow_cnt + 1, sizeof(*f->flows)) < 0)
         return SR_ERR_NOMEM;
     f->flow_cap = (uint32_t)cap;
-    f->flows[f->flow_cnt] = (struct fab_flow){
-        .src = src, .dst = dst, .bytes = bytes, .start_ns = start_ns, .end_ns = UINT64_MAX};
+    uint32_t id = f->flow_cnt;
+    f->flows[id] = (struct fab_flow){.src = src,
+                                     .dst = dst,
+                                     .bytes = bytes,
+                                     .start_ns = after < 0 ? start_ns : UINT64_MAX,
+                                     .end_ns = UINT64_MAX,
+                                     .arrive_ns = UINT64_MAX,
+                                     .coll = coll,
+                                     .after = after,
+                                     .succ = -1,
+                                     .sib = -1,
+                                     .qnext = -1};
+    if (after >= 0) {
+        f->flows[id].sib = f->flows[after].succ;
+        f->flows[after].succ = (int32_t)id;
+    } else {
+        f->last_start = start_ns;
+    }
+    if (coll) {
+        struct fab_coll *c = &f->colls[coll - 1];
+        c->flows++;
+        if (after < 0 && start_ns < c->start_ns)
+            c->start_ns = start_ns;
+    }
     f->max_bytes = SR_MAX(f->max_bytes, bytes);
-    return (int)f->flow_cnt++;
+    f->flow_cnt++;
+    return (int)id;
 }
 
-int sr_fabric_permutation(struct sr_fabric *f, uint64_t bytes, uint64_t start_ns)
+int sr_fabric_add_flow(struct sr_fabric *f, uint32_t src, uint32_t dst, uint64_t bytes,
+                       uint64_t start_ns)
 {
-    uint32_t n = f->host_cnt;
-    uint32_t *perm = malloc(n * sizeof(*perm));
-    if (!perm)
-        return SR_ERR_NOMEM;
-    for (uint32_t i = 0; i < n; i++)
-        perm[i] = i;
-    /* Sattolo's shuffle: a single n-cycle, so no host sends to itself. */
-    for (uint32_t i = n - 1; i > 0; i--) {
-        uint32_t j = fab_below(fab_rng_next(f->rng), i);
-        uint32_t t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
-    int err = 0;
-    for (uint32_t i = 0; i < n && err >= 0; i++)
-        err = sr_fabric_add_flow(f, i, perm[i], bytes, start_ns);
-    free(perm);
-    return err < 0 ? err : 0;
+    return fab_flow_add(f, 0, src, dst, bytes, -1, start_ns);
 }
 
-int sr_fabric_incast(struct sr_fabric *f, uint32_t dst, uint32_t senders, uint64_t bytes,
-                     uint64_t start_ns)
+int sr_fabric_coll_new(struct sr_fabric *f)
 {
-    uint32_t n = f->host_cnt;
-    if (dst >= n || !senders || senders > n - 1)
+    if (!f || f->started || f->coll_cnt >= INT32_MAX - 1)
         return SR_ERR_INVAL;
-    uint32_t *ord = malloc(n * sizeof(*ord));
-    if (!ord)
+    if (fab_grow((void **)&f->colls, &f->coll_cap, f->coll_cnt + 1, sizeof(*f->colls)) < 0)
         return SR_ERR_NOMEM;
-    for (uint32_t i = 0; i < n; i++)
-        ord[i] = i;
-    for (uint32_t i = n - 1; i > 0; i--) {
-        uint32_t j = fab_below(fab_rng_next(f->rng), i + 1);
-        uint32_t t = ord[i];
-        ord[i] = ord[j];
-        ord[j] = t;
-    }
-    int err = 0;
-    for (uint32_t i = 0, cnt = 0; i < n && cnt < senders && err >= 0; i++) {
-        if (ord[i] == dst)
-            continue;
-        err = sr_fabric_add_flow(f, ord[i], dst, bytes, start_ns);
-        cnt++;
-    }
-    free(ord);
-    return err < 0 ? err : 0;
+    f->colls[f->coll_cnt] = (struct fab_coll){.start_ns = UINT64_MAX, .end_ns = UINT64_MAX};
+    return (int)f->coll_cnt++;
 }
 
-int sr_fabric_all_to_all(struct sr_fabric *f, uint64_t bytes, uint64_t start_ns)
+int sr_fabric_add_step(struct sr_fabric *f, int coll, uint32_t src, uint32_t dst, uint64_t bytes,
+                       int after, uint64_t start_ns)
 {
-    for (uint32_t s = 0; s < f->host_cnt; s++)
-        for (uint32_t d = 0; d < f->host_cnt; d++) {
-            if (s == d)
-                continue;
-            int err = sr_fabric_add_flow(f, s, d, bytes, start_ns);
-            if (err < 0)
-                return err;
-        }
+    if (!f || coll < 0 || (size_t)coll >= f->coll_cnt)
+        return SR_ERR_INVAL;
+    if (after >= 0 && after < (int)f->flow_cnt && f->flows[after].coll != (uint32_t)coll + 1)
+        return SR_ERR_INVAL;
+    return fab_flow_add(f, (uint32_t)coll + 1, src, dst, bytes, after, start_ns);
+}
+
+int sr_fabric_set_tap(struct sr_fabric *f, int link, sr_fabric_tap_fn fn, void *ctx)
+{
+    if (!f || link >= (int)f->link_cnt || (link >= 0 && !fn))
+        return SR_ERR_INVAL;
+    f->tap_link = link < 0 ? -1 : link;
+    f->tap_fn = fn;
+    f->tap_ctx = ctx;
     return 0;
 }
 
@@ -1338,25 +1466,60 @@ static void fab_ctl_apply(struct sr_fabric *f, const struct fab_ctl *c)
 
 /* ---- the event loop ---- */
 
+/* The packet about to be popped (prefetched, with its link, one event
+ * ago) goes next to a switch port or a host: start fetching that while
+ * the pop reorders the heap. Only a hint: the route is computed again. */
+static void fab_lookahead(struct sr_fabric *f)
+{
+    const struct fab_lkey *k = &f->heap[0];
+    uint32_t to = (uint32_t)f->links[k->link].to;
+    if (to < f->host_cnt) {
+        __builtin_prefetch(&f->hosts[to]);
+        return;
+    }
+    if (f->routes_down)
+        return;
+    const struct fab_node *n = &f->nodes[to];
+    uint32_t base, cnt = fab_route_all_up(f, to, k->pkt->dst, &base);
+    uint32_t pick = cnt == 1 ? 0 : (uint32_t)(fab_mix64(k->pkt->flow_hash ^ n->salt) % cnt);
+    const char *ol = (const char *)&f->links[n->ports[base + pick]];
+    __builtin_prefetch(ol);
+    __builtin_prefetch(ol + 64);
+    __builtin_prefetch(ol + 128);
+}
+
 static void fab_deliver(struct sr_fabric *f)
 {
+    fab_lookahead(f);
     struct fab_ev ev = fab_fly_pop(f);
     struct fab_pkt *p = ev.pkt;
     /* The next packet was written long ago and is out of cache: fetch it
      * while this one goes through a switch or an engine. */
-    if (f->heap_cnt)
+    if (f->heap_cnt) {
+        /* ... and the link it arrives over, whose ring and counters the
+         * pop and the arrival touch (three lines of struct fab_link). */
+        const char *nl = (const char *)&f->links[f->heap[0].link];
         __builtin_prefetch(f->heap[0].pkt);
+        __builtin_prefetch(nl);
+        __builtin_prefetch(nl + 64);
+        __builtin_prefetch(nl + 128);
+    }
     struct fab_link *l = &f->links[p->link];
     f->events++;
     if (!l->up || l->epoch != p->epoch) {
         l->st.wire_drops++;
-        free(p);
+        fab_pkt_free(f, p);
+        return;
+    }
+    if (f->cfg.loss > 0 && fab_unit(fab_rng_next(f->loss_rng)) < f->cfg.loss) {
+        l->st.loss_drops++;
+        fab_pkt_free(f, p);
         return;
     }
     l->st.arrived++;
     if ((uint32_t)l->to < f->host_cnt) {
         fab_host_rx(f, &f->hosts[l->to], p);
-        free(p);
+        fab_pkt_free(f, p);
     } else {
         fab_switch_rx(f, (uint32_t)l->to, p);
     }
@@ -1376,6 +1539,9 @@ int sr_fabric_run(struct sr_fabric *f, uint64_t until_ns)
         if (f->flow_cnt && f->flows_done == f->flow_cnt)
             return SR_FABRIC_DONE;
         uint64_t t_ctl = f->ctl_next < f->ctl_cnt ? f->ctl[f->ctl_next].at_ns : UINT64_MAX;
+        /* Steps that wait for an arrival start from fab_flow_arrived. */
+        while (f->flow_next < f->flow_cnt && f->flows[f->flow_next].after >= 0)
+            f->flow_next++;
         uint64_t t_flow = f->flow_next < f->flow_cnt ? f->flows[f->flow_next].start_ns : UINT64_MAX;
         uint64_t t_pkt = fab_fly_next(f);
         uint64_t t_host = f->hheap_cnt ? f->hosts[f->hheap[0]].key : UINT64_MAX;
@@ -1405,142 +1571,7 @@ int sr_fabric_run(struct sr_fabric *f, uint64_t until_ns)
     }
 }
 
-/* ---- metrics ---- */
-
-int sr_fabric_link_stats(struct sr_fabric *f, int link, struct sr_fabric_link_stats *out)
+uint64_t fab_rand(struct sr_fabric *f)
 {
-    if (!f || !out || link < 0 || (uint32_t)link >= f->link_cnt)
-        return SR_ERR_INVAL;
-    struct fab_link *l = &f->links[link];
-    fab_q_drain(l, f->now_ns);
-    *out = l->st;
-    out->q_pkts = l->q_cnt;
-    return 0;
-}
-
-int sr_fabric_switch_stats(struct sr_fabric *f, int node, struct sr_fabric_switch_stats *out)
-{
-    if (!f || !out || node < (int)f->host_cnt || (uint32_t)node >= f->node_cnt)
-        return SR_ERR_INVAL;
-    struct fab_node *n = &f->nodes[node];
-    memset(out, 0, sizeof(*out));
-    out->in = n->in;
-    out->dropped = n->dropped;
-    out->noroute = n->noroute;
-    for (uint32_t i = 0; i < n->port_cnt; i++) {
-        struct fab_link *l = &f->links[n->ports[i]];
-        fab_q_drain(l, f->now_ns);
-        out->queued += l->q_cnt;
-        out->out += l->st.tx_pkts - l->q_cnt;
-    }
-    return 0;
-}
-
-int sr_fabric_flow_info(const struct sr_fabric *f, int flow, struct sr_fabric_flow_info *out)
-{
-    if (!f || !out || flow < 0 || (uint32_t)flow >= f->flow_cnt)
-        return SR_ERR_INVAL;
-    const struct fab_flow *fl = &f->flows[flow];
-    *out = (struct sr_fabric_flow_info){.src = fl->src,
-                                        .dst = fl->dst,
-                                        .bytes = fl->bytes,
-                                        .start_ns = fl->start_ns,
-                                        .end_ns = fl->end_ns,
-                                        .done = fl->done,
-                                        .ok = fl->ok};
-    return 0;
-}
-
-static int fab_cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-void sr_fabric_summary(struct sr_fabric *f, struct sr_fabric_summary *out)
-{
-    memset(out, 0, sizeof(*out));
-    out->flows = f->flow_cnt;
-    out->events = f->events;
-    uint64_t *fct = malloc((f->flow_cnt + 1) * sizeof(*fct));
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < f->flow_cnt; i++) {
-        const struct fab_flow *fl = &f->flows[i];
-        if (!fl->done)
-            continue;
-        out->done++;
-        if (!fl->ok) {
-            out->failed++;
-            continue;
-        }
-        out->end_ns = SR_MAX(out->end_ns, fl->end_ns);
-        if (fct)
-            fct[n++] = fl->end_ns - fl->start_ns;
-    }
-    if (fct && n) {
-        qsort(fct, n, sizeof(*fct), fab_cmp_u64);
-        /* Nearest rank. */
-        out->fct_p50_ns = fct[(n * 50 + 99) / 100 - 1];
-        out->fct_p99_ns = fct[(n * 99 + 99) / 100 - 1];
-        out->fct_max_ns = fct[n - 1];
-    }
-    free(fct);
-    for (uint32_t i = 0; i < f->host_cnt; i++) {
-        const struct fab_host *h = &f->hosts[i];
-        out->host_tx += h->tx;
-        out->host_rx += h->rx;
-        out->trimmed_rx += h->rx_trimmed;
-        if (h->eng) {
-            struct sr_engine_stats es;
-            sr_engine_stats(h->eng, &es);
-            out->retransmits += es.retransmits;
-            out->timeouts += es.timeouts;
-        }
-    }
-    uint64_t span = out->end_ns ? out->end_ns : f->now_ns;
-    uint32_t fl_cnt = 0;
-    for (uint32_t i = 0; i < f->link_cnt; i++) {
-        const struct fab_link *l = &f->links[i];
-        out->drops += l->st.drops + l->st.down_drops + l->st.wire_drops;
-        out->ecn_marked += l->st.ecn_marked;
-        out->max_q_bytes = SR_MAX(out->max_q_bytes, l->st.max_q_bytes);
-        if ((uint32_t)l->from < f->host_cnt || (uint32_t)l->to < f->host_cnt || !span)
-            continue;
-        double u = (double)l->st.tx_bytes * 8.0 * 1e9 / ((double)l->cfg.rate_bps * (double)span);
-        out->max_util = u > out->max_util ? u : out->max_util;
-        out->mean_util += u;
-        fl_cnt++;
-    }
-    for (uint32_t i = f->host_cnt; i < f->node_cnt; i++)
-        out->drops += f->nodes[i].noroute;
-    if (fl_cnt)
-        out->mean_util /= fl_cnt;
-    for (uint32_t i = 0; i < f->flow_cnt; i++)
-        out->verified_bad += f->flows[i].bad;
-}
-
-static uint64_t fab_digest_add(uint64_t h, uint64_t v)
-{
-    return fab_mix64(h ^ v) + 0x9e3779b97f4a7c15ull;
-}
-
-uint64_t sr_fabric_digest(struct sr_fabric *f)
-{
-    uint64_t h = fab_digest_add(0, f->now_ns);
-    h = fab_digest_add(h, f->events);
-    for (uint32_t i = 0; i < f->link_cnt; i++) {
-        struct sr_fabric_link_stats s;
-        sr_fabric_link_stats(f, (int)i, &s);
-        const uint64_t v[] = {s.tx_pkts, s.tx_bytes,   s.arrived,     s.drops,      s.down_drops,
-                              s.trimmed, s.ecn_marked, s.max_q_bytes, s.wire_drops, s.q_pkts};
-        for (size_t j = 0; j < sizeof(v) / sizeof(v[0]); j++)
-            h = fab_digest_add(h, v[j]);
-    }
-    for (uint32_t i = 0; i < f->flow_cnt; i++) {
-        h = fab_digest_add(h, f->flows[i].end_ns);
-        h = fab_digest_add(h, f->flows[i].ok);
-    }
-    for (uint32_t i = 0; i < f->host_cnt; i++)
-        h = fab_digest_add(h, f->hosts[i].rx ^ f->hosts[i].tx << 32);
-    return h;
+    return fab_rng_next(f->rng);
 }

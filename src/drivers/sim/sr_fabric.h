@@ -2,8 +2,10 @@
  * real softrdma engine per host. It owns the topology (two-tier leaf-spine
  * or three-tier k-ary fat-tree), the switches (ECMP on the 5-tuple, RED-like
  * ECN marking between Kmin and Kmax, drop-tail, optional packet trimming),
- * link failure and recovery with a routing detection delay, the hosts' RC
- * QPs, the workload (flows of RDMA WRITEs) and the metrics.
+ * link failure and recovery with a routing detection delay, random loss,
+ * the hosts' RC QPs, the workload (flows of RDMA WRITEs, and collectives
+ * as steps of WRITEs with immediate that start on arrivals), a link tap
+ * and the metrics.
  *
  * It is separate from sr_sim (which connects nodes point to point by
  * address) because a fabric needs per-hop forwarding and must scale to
@@ -30,10 +32,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "sr_err.h"
 
 struct sr_fabric;
+struct sr_engine_cfg;
 
 enum sr_fabric_topo {
     SR_FABRIC_LEAF_SPINE = 0,
@@ -84,6 +88,20 @@ struct sr_fabric_cfg {
     uint32_t mtu;         /* path MTU, 256..4096; 0 = 4096 */
     uint32_t window_pkts; /* engine's unacknowledged-packet window; 0 = 64 */
     uint8_t timeout;      /* RC local ACK timeout code; 0 = 8 (about 1 ms) */
+    /* Random loss: every packet arriving over any link is lost with this
+     * probability (0 = none), from a stream seeded by seed. */
+    double loss;
+    /* Delivered-throughput series: payload bytes the receiving engines
+     * accepted, summed per interval of this length (0 = off); see
+     * sr_fabric_series. */
+    uint64_t sample_ns;
+    /* Called for each host's engine configuration just before the engine
+     * is created (after the simulator filled it in), so that a caller can
+     * select engine options per host (path policy, congestion control).
+     * It must leave gid, ops and ops_ctx alone: they connect the engine
+     * to the fabric. */
+    void (*engine_cfg)(void *ctx, uint32_t host, struct sr_engine_cfg *ec);
+    void *engine_cfg_ctx;
 };
 
 /* Run result. */
@@ -102,6 +120,7 @@ struct sr_fabric_link_stats {
     uint64_t drops;       /* buffer full (not trimmed) */
     uint64_t down_drops;  /* offered while the link was down */
     uint64_t wire_drops;  /* on the wire or queued when the link failed */
+    uint64_t loss_drops;  /* random loss (cfg.loss), at arrival */
     uint64_t trimmed;     /* payload cut */
     uint64_t ecn_marked;  /* CE set here */
     uint64_t max_q_bytes; /* highest queue seen */
@@ -119,7 +138,17 @@ struct sr_fabric_flow_info {
     uint32_t src, dst;
     uint64_t bytes;
     uint64_t start_ns, end_ns; /* end_ns = UINT64_MAX while incomplete */
-    bool done, ok;             /* ok: completed successfully (and verified) */
+    /* Collective steps: when the receiver's WRITE-with-immediate
+     * completion arrived (UINT64_MAX before; plain flows: UINT64_MAX). */
+    uint64_t arrive_ns;
+    int after;     /* the flow whose arrival started this one, or -1 */
+    uint32_t coll; /* collective id + 1, 0 for a plain flow */
+    bool done, ok; /* ok: completed successfully (and verified) */
+};
+
+struct sr_fabric_coll_info {
+    uint32_t flows, arrived;   /* WRITEs, and those whose data has arrived */
+    uint64_t start_ns, end_ns; /* end: the last arrival; UINT64_MAX while incomplete */
 };
 
 struct sr_fabric_summary {
@@ -128,8 +157,12 @@ struct sr_fabric_summary {
     uint64_t end_ns; /* last completion */
     uint64_t events; /* packet-hop arrivals processed */
     uint64_t host_tx, host_rx, trimmed_rx, drops, ecn_marked, retransmits, timeouts;
+    uint64_t loss_drops; /* part of drops: random loss */
+    uint64_t probes;     /* engines' tail-loss probes */
     uint64_t max_q_bytes;
     double max_util, mean_util; /* over switch-to-switch links, to end_ns */
+    uint32_t colls, colls_done;
+    uint64_t coll_max_ns; /* longest collective completion time (end - start) */
 };
 
 /* NULL with *err set (SR_ERR_INVAL for a bad configuration, SR_ERR_NOMEM). */
@@ -147,8 +180,9 @@ int sr_fabric_find_node(const struct sr_fabric *f, const char *name);
 int sr_fabric_find_link(const struct sr_fabric *f, int from, int to);
 
 /* A flow: one RC QP pair; src writes bytes (>= 1) into dst starting at
- * start_ns. Flows must be added before the first sr_fabric_run, in
- * non-decreasing start_ns. Returns the flow id or a negative error. */
+ * start_ns. Flows must be added before the first sr_fabric_run, those that
+ * start by the clock (all but dependent steps) in non-decreasing start_ns.
+ * Returns the flow id or a negative error. */
 int sr_fabric_add_flow(struct sr_fabric *f, uint32_t src, uint32_t dst, uint64_t bytes,
                        uint64_t start_ns);
 /* Workloads from the fabric's seeded stream; all start at start_ns. */
@@ -157,6 +191,32 @@ int sr_fabric_permutation(struct sr_fabric *f, uint64_t bytes, uint64_t start_ns
 int sr_fabric_incast(struct sr_fabric *f, uint32_t dst, uint32_t senders, uint64_t bytes,
                      uint64_t start_ns);
 int sr_fabric_all_to_all(struct sr_fabric *f, uint64_t bytes, uint64_t start_ns);
+
+/* Collectives as dependent steps. A step is a flow posted as an RDMA
+ * WRITE with immediate; it starts when the flow `after` (whose destination
+ * must be this step's source) has arrived, that is when its receive
+ * completion reaches the receiver's CQ, or at start_ns when after < 0. All
+ * steps of one collective between the same two hosts share one QP pair.
+ * sr_fabric_coll_new returns a collective id for sr_fabric_add_step. */
+int sr_fabric_coll_new(struct sr_fabric *f);
+int sr_fabric_add_step(struct sr_fabric *f, int coll, uint32_t src, uint32_t dst, uint64_t bytes,
+                       int after, uint64_t start_ns);
+int sr_fabric_coll_info(const struct sr_fabric *f, int coll, struct sr_fabric_coll_info *out);
+uint32_t sr_fabric_coll_cnt(const struct sr_fabric *f);
+
+/* All-reduce of bytes per host across every host, as its WRITEs (the
+ * reduction itself costs no time). Ring: 2 (n - 1) steps of bytes / n
+ * to the next host (reduce-scatter, then all-gather), as NCCL's ring does.
+ * Halving-doubling (hosts a power of two): log2 n steps of recursive
+ * halving (partner at distance n/2, n/4, .. 1; bytes/2, bytes/4, ..) and
+ * log2 n of recursive doubling back (Thakur, Rabenseifner and Gropp,
+ * "Optimization of collective communication operations in MPICH", IJHPCA
+ * 2005, the all-reduce section). Returns the collective id or a negative error. */
+int sr_fabric_ring_allreduce(struct sr_fabric *f, uint64_t bytes, uint64_t start_ns);
+int sr_fabric_hd_allreduce(struct sr_fabric *f, uint64_t bytes, uint64_t start_ns);
+/* Background load: a permutation (one seeded cycle) among round(frac *
+ * hosts) hosts chosen by the seeded stream, frac in (0, 1]. */
+int sr_fabric_background(struct sr_fabric *f, double frac, uint64_t bytes, uint64_t start_ns);
 
 /* Cut (up = false) or restore the cable a<->b, both directions, at at_ns;
  * routing learns of it detect_ns later. Returns 0 or SR_ERR_INVAL. */
@@ -176,6 +236,38 @@ int sr_fabric_switch_stats(struct sr_fabric *f, int node, struct sr_fabric_switc
 int sr_fabric_flow_info(const struct sr_fabric *f, int flow, struct sr_fabric_flow_info *out);
 uint32_t sr_fabric_flow_cnt(const struct sr_fabric *f);
 void sr_fabric_summary(struct sr_fabric *f, struct sr_fabric_summary *out);
+/* What a progress line needs, without the summary's sorting: flows done,
+ * collectives done and packet-hop events so far. */
+void sr_fabric_progress(const struct sr_fabric *f, uint32_t *flows_done, uint32_t *colls_done,
+                        uint64_t *events);
+/* The delivered-throughput series (cfg.sample_ns): *cnt intervals, entry i
+ * the payload bytes accepted by receiving engines in [i, i+1) x sample_ns.
+ * NULL when sampling is off. */
+const uint64_t *sr_fabric_series(const struct sr_fabric *f, uint32_t *cnt);
+
+/* A tap on one link: fn sees every packet the link accepts (after ECN
+ * marking and trimming), at the time its first bit goes on the wire.
+ * data holds stored bytes (IPv4 onward; in header-only mode the headers
+ * only), len is its length on the wire. One tap per fabric; link < 0
+ * removes it. */
+typedef void (*sr_fabric_tap_fn)(void *ctx, uint64_t ts_ns, const uint8_t *data, uint32_t stored,
+                                 uint32_t len);
+int sr_fabric_set_tap(struct sr_fabric *f, int link, sr_fabric_tap_fn fn, void *ctx);
+
+/* fabric_pcap.c: a tap writing the link's packets to out as a pcap file of
+ * Ethernet frames with nanosecond timestamps (simulated time). In
+ * header-only mode the payload is written as zeros (with a matching ICRC). pc must
+ * outlive the run; err is set when a write failed. Returns 0, SR_ERR_INVAL
+ * or SR_ERR_NOSPACE (the file header could not be written). */
+struct sr_fabric_pcap {
+    FILE *out;
+    uint8_t src_mac[6], dst_mac[6];
+    uint64_t pkts;
+    bool err;
+    uint8_t buf[8192]; /* a header-only packet made whole */
+};
+int sr_fabric_pcap_start(struct sr_fabric *f, int link, FILE *out, struct sr_fabric_pcap *pc);
+
 /* A hash over every counter, flow time and the clock: equal across two
  * runs exactly when they behaved identically (up to hash collisions). */
 uint64_t sr_fabric_digest(struct sr_fabric *f);
