@@ -714,7 +714,9 @@ static void engine_tx(struct sr_engine *e, struct sr_qp *qp, const struct sr_pkt
         .dgid = dgid,
         .src_port = qp->src_port,
         .flush = flush && !e->cfg.ops.tx_fence,
+        .bulk = e->bulk.tx,
     };
+    e->bulk.tx = false;
     if (flush && e->cfg.ops.tx_fence)
         e->fence_due = true;
     e->stats.tx_pkts++;
@@ -858,6 +860,8 @@ void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uin
         e->stats.rx_drop_bad_peer++;
         return;
     }
+    if (sr_unlikely(e->bulk.rx) && !sr_bulk_rx_prepare(e, &pkt, err))
+        return; /* only a request may come by reference (bulk.c) */
     const struct sr_opcode_info *info = sr_opcode_info(pkt.bth.opcode);
     if (qp->zombie) {
         if (!(info->flags & SR_OPF_RESPONSE) && err >= 0)

@@ -487,9 +487,13 @@ static enum resp_state execute(struct resp_ctx *c)
         uint32_t off = qp->resp.recv_off;
         if (qp->type == SR_QPT_UD)
             off += SR_GRH_LEN;
-        if (!sr_sge_scatter(qp->eng, c->pd, w->sge, w->num_sge, off, pkt->payload,
-                            pkt->payload_len)) {
-            c->rwqe_status = SR_WC_LOC_PROT_ERR;
+        bool prot = true;
+        if (sr_unlikely(qp->eng->bulk.rx) ? !sr_bulk_pull_sge(qp->eng, c->pd, w->sge, w->num_sge,
+                                                              off, pkt->payload_len, &prot)
+                                          : !sr_sge_scatter(qp->eng, c->pd, w->sge, w->num_sge, off,
+                                                            pkt->payload, pkt->payload_len)) {
+            /* a copy that failed: not placed (IBA 9.7.5.2.4) */
+            c->rwqe_status = prot ? SR_WC_LOC_PROT_ERR : SR_WC_GENERAL_ERR;
             return RS_ERR_OP;
         }
         qp->resp.recv_off += pkt->payload_len;
@@ -523,7 +527,14 @@ static enum resp_state execute(struct resp_ctx *c)
             end_message(qp);
         }
     } else if (op_is(c, SR_OPF_WRITE)) {
-        if (pkt->payload_len) {
+        if (sr_unlikely(qp->eng->bulk.rx)) {
+            /* the requester's data is not copied in: the responder could
+             * not complete it (IBA 9.7.5.2.4, Remote Operational Error) */
+            c->rwqe_status = SR_WC_GENERAL_ERR;
+            if (!sr_bulk_pull(qp->eng, c->target, pkt->payload_len))
+                return RS_ERR_OP;
+            c->rwqe_status = SR_WC_SUCCESS;
+        } else if (pkt->payload_len) {
             sr_engine_fence(qp->eng);
             SR_DMA_BEGIN();
             memcpy(c->target, pkt->payload, pkt->payload_len);

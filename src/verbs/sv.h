@@ -32,6 +32,7 @@ struct sv_config {
     uint32_t ack_delay_us;     /* SOFTRDMA_ACK_DELAY_US: how long an ACK may wait for a reply */
     uint32_t handoff_us; /* SOFTRDMA_HANDOFF_US: NIC thread off the socket after inline polls */
     bool no_shm;         /* SOFTRDMA_SHM=0, or SOFTRDMA_FAULT set: UDP to same-host peers too */
+    uint32_t shm_bulk;   /* SOFTRDMA_SHM_BULK: smallest message by reference; 0: none */
 };
 
 /* live.c: the set of live objects by address, so that the control path

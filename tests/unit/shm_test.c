@@ -85,8 +85,9 @@ struct rx {
     int bad;
 };
 
-static void rx_cb(void *arg, const uint8_t *pkt, size_t len, const uint8_t *src)
+static void rx_cb(void *arg, const uint8_t *pkt, size_t len, const uint8_t *src, uint32_t ref_pid)
 {
+    (void)ref_pid;
     struct rx *r = arg;
     uint32_t seq;
     memcpy(&seq, pkt + 8, 4);
