@@ -716,6 +716,8 @@ static void engine_tx(struct sr_engine *e, struct sr_qp *qp, const struct sr_pkt
         .flush = flush && !e->cfg.ops.tx_fence,
         .bulk = e->bulk.tx,
     };
+    if (sr_unlikely(e->bulk.tx))
+        sr_bulk_tx_fix(&t); /* a READ's reference rides beside its headers */
     e->bulk.tx = false;
     if (flush && e->cfg.ops.tx_fence)
         e->fence_due = true;

@@ -257,7 +257,7 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w, uint32_t window, u
         return 0;
     }
     if (w->bulk)
-        len = sr_bulk_encode(iov, &iov_cnt, ref);
+        len = sr_bulk_payload_len(wr->opcode, sr_bulk_encode(iov, &iov_cnt, ref));
     p.payload_len = len;
     bool fresh = !sr_psn_lt(p.bth.psn, qp->req.max_sent);
     if (fresh)

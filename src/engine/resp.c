@@ -151,6 +151,8 @@ static void send_nak(struct sr_qp *qp, uint32_t psn, uint8_t code)
  * FIRST/LAST/ONLY carry an AETH, payload comes straight from memory. */
 static void send_read_responses(struct sr_qp *qp, const uint8_t *src, uint32_t len, uint32_t psn)
 {
+    if (sr_unlikely(qp->eng->bulk.rx) && sr_bulk_read_respond(qp, src, len, psn))
+        return; /* pushed into the requester's sink (sr_bulk.h) */
     uint32_t pmtu = sr_qp_pmtu(qp);
     uint32_t n = len ? (len + pmtu - 1) / pmtu : 1;
     sr_resp_ack_first(qp, SR_ACK_EV_RESPONSE, qp->eng->now_ns);
@@ -283,7 +285,9 @@ static enum resp_state duplicate(struct resp_ctx *c)
             return RS_DROP;
         uint32_t pmtu = sr_qp_pmtu(qp);
         uint32_t room = (uint32_t)sr_psn_diff(sr_psn_add(r->psn, r->npkts), pkt->bth.psn);
-        uint32_t n = pkt->reth.dma_len ? (pkt->reth.dma_len + pmtu - 1) / pmtu : 1;
+        uint32_t n = pkt->reth.dma_len && !sr_bulk_rx_read(&qp->eng->bulk)
+                         ? (pkt->reth.dma_len + pmtu - 1) / pmtu
+                         : 1;
         if (n > room)
             return RS_DROP;
         const uint8_t *src = NULL;
@@ -557,7 +561,9 @@ static enum resp_state execute(struct resp_ctx *c)
         uint32_t pmtu = sr_qp_pmtu(qp);
         struct sr_replay *r = replay_new(qp);
         r->psn = pkt->bth.psn;
-        r->npkts = pkt->reth.dma_len ? (pkt->reth.dma_len + pmtu - 1) / pmtu : 1;
+        r->npkts = pkt->reth.dma_len && !sr_bulk_rx_read(&qp->eng->bulk)
+                       ? (pkt->reth.dma_len + pmtu - 1) / pmtu
+                       : 1;
         end_message(qp);
         send_read_responses(qp, c->target, pkt->reth.dma_len, pkt->bth.psn);
         qp->resp.epsn = sr_psn_add(pkt->bth.psn, r->npkts);
