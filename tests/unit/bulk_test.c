@@ -10,10 +10,10 @@
  * the responder's checks before any copy (R_Key, bounds, access, a
  * deregistered region, the receive WQE's length) answered with the IBA
  * NAK and completion status and no copy at all; a failed copy a Remote
- * Operational Error, never success; a reference that arrives as an
- * ordinary packet (from the wire) never followed; a malformed reference
- * dropped; a duplicate re-acknowledged, not copied again; messages below
- * the threshold sent as packets. */
+ * Operational Error, never success; READ by push (the responder writes
+ * the requester's sink after its R_Key check), refused before any push; a reference that arrives as
+ * an ordinary packet (from the wire) never followed; a malformed reference dropped; a duplicate
+ * re-acknowledged, not copied again; messages below the threshold sent as packets. */
 #include "sr_bulk.h"
 #include "sr_engine.h"
 #include "sr_test.h"
@@ -49,7 +49,7 @@ struct t {
     bool fail_copy;
     int drop_acks; /* ACKs from node 1 still to drop */
     void (*mutate)(struct qpkt *p);
-    uint32_t copies;
+    uint32_t copies, pushes;
     uint64_t copied;
     uint32_t data_pkts; /* request packets node 0 sent */
     /* per node */
@@ -107,8 +107,8 @@ static int t_copy(void *ctx, uint64_t peer, bool to_peer, const struct sr_bulk_s
 {
     (void)ctx;
     SR_CHECK_EQ(peer, PEER_TOKEN);
-    SR_CHECK(!to_peer);
     T.copies++;
+    T.pushes += to_peer;
     if (T.fail_copy)
         return SR_ERR_INVAL;
     uint32_t li = 0, ri = 0;
@@ -116,8 +116,12 @@ static int t_copy(void *ctx, uint64_t peer, bool to_peer, const struct sr_bulk_s
     while (li < local_cnt && ri < remote_cnt) {
         uint64_t n =
             local[li].len - lo < remote[ri].len - ro ? local[li].len - lo : remote[ri].len - ro;
-        memcpy((uint8_t *)(uintptr_t)local[li].addr + lo,
-               (const uint8_t *)(uintptr_t)remote[ri].addr + ro, n);
+        uint8_t *l = (uint8_t *)(uintptr_t)local[li].addr + lo;
+        uint8_t *r = (uint8_t *)(uintptr_t)remote[ri].addr + ro;
+        if (to_peer) /* process_vm_writev: a READ's push into the requester's sink */
+            memcpy(r, l, n);
+        else
+            memcpy(l, r, n);
         T.copied += n;
         lo += n;
         ro += n;
@@ -318,6 +322,69 @@ static void write_intact(void)
     SR_CHECK_EQ(bs.rx_bytes, len);
     sr_engine_bulk_stats(T.eng[0], &bs);
     SR_CHECK_EQ(bs.tx_msgs, 1);
+    teardown();
+}
+
+/* READ by push: the responder checks its R_Key and writes the sink. */
+static void read_intact(void)
+{
+    setup(7);
+    const uint32_t len = 1 << 20;
+    fill(T.mem[1], MEM, 8);
+    struct sr_sge sg[2];
+    struct sr_send_wr wr = write_wr(sg, len, 777, sr_mr_rkey(T.mr[1]));
+    wr.opcode = SR_WR_RDMA_READ;
+    SR_CHECK_EQ(sr_qp_post_send(T.qp[0], &wr, T.now), 0);
+    struct sr_wc wc;
+    SR_CHECK(poll1(0, &wc));
+    SR_CHECK_EQ(wc.status, SR_WC_SUCCESS);
+    SR_CHECK_EQ(wc.opcode, SR_WC_RDMA_READ);
+    SR_CHECK_MEM((uint8_t *)(uintptr_t)sg[0].addr, T.mem[1] + 777, sg[0].length);
+    SR_CHECK_MEM((uint8_t *)(uintptr_t)sg[1].addr, T.mem[1] + 777 + sg[0].length, sg[1].length);
+    SR_CHECK(all_zero(T.mem[0], 100)); /* before the sink, and in the gap between its SGEs */
+    SR_CHECK(all_zero(T.mem[0] + 100 + sg[0].length, 4096));
+    SR_CHECK(all_zero(T.mem[0] + 100 + len + 4096, MEM - 100 - len - 4096));
+    SR_CHECK_EQ(T.data_pkts, 1);
+    SR_CHECK_EQ(T.pushes, 1);
+    teardown();
+}
+
+/* A READ the responder refuses: nothing pushed. */
+static void read_refused(void)
+{
+    setup(0);
+    fill(T.mem[1], MEM, 9);
+    struct sr_sge sg[2];
+    struct sr_send_wr wr = write_wr(sg, 65536, MEM - 65536 + 1, sr_mr_rkey(T.mr[1]));
+    wr.opcode = SR_WR_RDMA_READ;
+    SR_CHECK_EQ(sr_qp_post_send(T.qp[0], &wr, T.now), 0);
+    struct sr_wc wc;
+    SR_CHECK(poll1(0, &wc));
+    SR_CHECK_EQ(wc.status, SR_WC_REM_ACCESS_ERR);
+    SR_CHECK_EQ(T.copies, 0);
+    SR_CHECK(all_zero(T.mem[0], MEM));
+    teardown();
+    /* a READ request carrying a reference, from the wire: the codec
+     * refuses a READ request with payload, so it is dropped, every time */
+    setup(0);
+    T.refs_as_packets = true;
+    wr = write_wr(sg, 65536, 0, sr_mr_rkey(T.mr[1]));
+    wr.opcode = SR_WR_RDMA_READ;
+    SR_CHECK_EQ(sr_qp_post_send(T.qp[0], &wr, T.now), 0);
+    SR_CHECK(poll1(0, &wc));
+    SR_CHECK_EQ(wc.status, SR_WC_RETRY_EXC_ERR);
+    SR_CHECK_EQ(T.copies, 0);
+    teardown();
+    /* the push fails (the requester's sink is gone): no response, and the
+     * READ fails once its retries run out, never a success */
+    setup(0);
+    T.fail_copy = true;
+    wr = write_wr(sg, 65536, 0, sr_mr_rkey(T.mr[1]));
+    wr.opcode = SR_WR_RDMA_READ;
+    SR_CHECK_EQ(sr_qp_post_send(T.qp[0], &wr, T.now), 0);
+    SR_CHECK(poll1(0, &wc));
+    SR_CHECK_EQ(wc.status, SR_WC_RETRY_EXC_ERR);
+    SR_CHECK(T.copies >= 1);
     teardown();
 }
 
@@ -565,6 +632,8 @@ int main(void)
     SR_RUN(write_intact);
     SR_RUN(send_intact);
     SR_RUN(write_imm);
+    SR_RUN(read_intact);
+    SR_RUN(read_refused);
     SR_RUN(refusals);
     SR_RUN(small_recv);
     SR_RUN(send_copy_fails);

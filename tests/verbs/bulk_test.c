@@ -3,7 +3,8 @@
  * copies straight from the requester's registered memory). Each case is
  * two processes on their own devices, set up over the socketpair:
  *  - xfer: 1 MiB RDMA WRITEs and SENDs, each with its own pattern, land
- *    intact and nothing beyond the target changes;
+ *    intact and nothing beyond the target changes; 1 MiB READs of them
+ *    come back intact and nothing past the sink changes;
  *  - sender_killed: the requester of a SEND loop is killed with SIGKILL;
  *    the surviving responder sees only successful receives with intact
  *    data, then errors or nothing, never a hang or a corrupt success;
@@ -115,6 +116,20 @@ static void xfer_parent(int fd, const void *arg)
         vt_recv(fd, &ok, 1, VT_OOB_MS);
         VT_CHECKF(ok, "round %u (%s) arrived damaged", i, send ? "SEND" : "WRITE");
     }
+    /* READs of what the last WRITE rounds left in the peer's slots */
+    for (uint32_t k = 0; k < SLOTS; k += 2) {
+        memset(s.b.p + (uint64_t)SLOTS * MSG, 0, MSG + GUARD);
+        VT_REQUIRE(post(&s, IBV_WR_RDMA_READ, 100 + k, SLOTS, s.peer.addr + (uint64_t)k * MSG) ==
+                   0);
+        VT_REQUIRE(vt_expect_wc(s.q.scq, 100 + k, IBV_WC_SUCCESS, NULL));
+        VT_CHECKF(vt_pat_diff(s.b.p + (uint64_t)SLOTS * MSG, MSG, 0x10 + ROUNDS - SLOTS + k, 0) < 0,
+                  "READ of slot %u damaged", k);
+        bool clean = true;
+        for (uint32_t g = 0; g < GUARD; g++)
+            clean &= s.b.p[BUF + g] == 0;
+        VT_CHECKF(clean, "READ wrote past its sink");
+    }
+    vt_sync(fd);
     side_close(&s);
 }
 
@@ -155,6 +170,7 @@ static void xfer_child(int fd, const void *arg)
             ok &= s.b.p[BUF + k] == 0x5a;
         vt_send(fd, &ok, 1);
     }
+    vt_sync(fd); /* the parent's READs */
     side_close(&s);
 }
 
