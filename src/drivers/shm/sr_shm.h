@@ -2,7 +2,10 @@
  * as the UDP driver (BTH through ICRC) between devices on one host and in
  * one network namespace, through rings in shared memory: no system call
  * per packet, no ICRC (memory does not corrupt datagrams), one copy on each
- * side (registered memory -> ring -> registered memory).
+ * side (registered memory -> ring -> registered memory). A record may hold
+ * a reference instead of a payload (sr_bulk.h): the receiver's engine then
+ * copies the data once, straight from the sender (sr_shm_copy), and only
+ * from a sender whose memory it could read when it probed it.
  *
  * Each device owns a mailbox named after its address and UDP port:
  * a file <dir>/softrdma-<netns inode>-<gid hex>-<port> holding a table of
