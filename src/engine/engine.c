@@ -863,7 +863,7 @@ void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uin
         return;
     }
     if (sr_unlikely(e->bulk.rx) && !sr_bulk_rx_prepare(e, &pkt, err))
-        return; /* only a request may come by reference (bulk.c) */
+        return; /* not something that may come by reference (bulk.c) */
     const struct sr_opcode_info *info = sr_opcode_info(pkt.bth.opcode);
     if (qp->zombie) {
         if (!(info->flags & SR_OPF_RESPONSE) && err >= 0)

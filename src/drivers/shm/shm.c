@@ -700,9 +700,12 @@ int sr_shm_send(struct sr_shm *s, const struct sr_tx_pkt *t)
         sum += t->iov[i].len;
     if (sum != t->payload_len)
         return SR_ERR_INVAL;
-    /* a reference only to a receiver that said it can follow it */
+    /* a reference never to a receiver that said it cannot follow one; one
+     * that has not looked yet probes before it reads the record (and drops
+     * it if the probe fails): a READ's answer may be under way before the
+     * requester saw this sender's first packet */
     if (t->bulk &&
-        atomic_load_explicit(&p->hdr->slot[p->slot].bulk, memory_order_relaxed) != SHM_BULK_OK)
+        atomic_load_explicit(&p->hdr->slot[p->slot].bulk, memory_order_relaxed) == SHM_BULK_NO)
         return SR_ERR_INVAL;
 
     /* Packets keep their order: while some wait in the backlog, new ones
