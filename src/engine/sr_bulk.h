@@ -29,7 +29,23 @@
  * EFAULT) is the responder's Remote Operational Error (IBA 9.7.5.2.4,
  * class D: NAK, receive WQE completed in error, QP to Error), never a
  * partial message reported as success. The wire codec is unchanged: a
- * reference is an ordinary payload, and nothing to a UDP peer uses it. */
+ * reference is an ordinary payload, and nothing to a UDP peer uses it.
+ *
+ * READ goes the other way (push): the request names the requester's sink
+ * (checked against its L_Key, with Local Write) beside its headers, the
+ * responder checks its R_Key and source range and writes the sink itself
+ * (to_peer), then answers with one READ RESPONSE ONLY without payload,
+ * which the requester accepts as its data only when it came as a
+ * reference. A push that fails sends nothing: the requester retries and
+ * fails the READ when its retries run out.
+ *
+ * What the requester's side must keep, as IBA 10.6.3 asks of any
+ * outstanding work request: the source or sink stays registered and
+ * mapped until the WQE completes. Memory deregistered and unmapped early
+ * makes the copy fail (Remote Operational Error); memory reused early is
+ * copied as it is then. A READ request still in the responder's ring when
+ * the requester's QP has already flushed the WQE is pushed into a sink the
+ * application may have reused. */
 #ifndef SR_BULK_H
 #define SR_BULK_H
 
