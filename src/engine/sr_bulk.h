@@ -12,9 +12,9 @@
  * copy; the other side only offers memory of its own, for a WQE it has
  * outstanding (its source stays put until the ACK completes the WQE).
  *
- * Which messages: RC SEND, SEND with immediate or invalidate, RDMA WRITE
- * and WRITE with immediate, not inline, of at least bulk_to(dgid) bytes
- * and more than one path MTU. Such a WQE takes one PSN: one SEND ONLY or
+ * Which messages: RC SEND, SEND with immediate or invalidate, RDMA WRITE,
+ * WRITE with immediate and RDMA READ, not inline, of at least
+ * bulk_to(dgid) bytes and more than one path MTU. Such a WQE takes one PSN: one SEND ONLY or
  * WRITE ONLY packet (with the RETH of the whole message) whose payload is
  * the reference, SR_BULK_SEG_LEN bytes per source piece:
  *     u64 address, u32 length, u32 zero (host byte order: same host).

@@ -381,8 +381,8 @@ struct sr_engine_cfg {
      * ops_ctx once per WQE that could be shaped. */
     bool (*trains_to)(void *ctx, const uint8_t *dgid);
     /* Optional, both or neither: same-host bulk data by reference
-     * (sr_bulk.h). bulk_to: the smallest RC SEND or RDMA WRITE sent to
-     * dgid as a reference to its source (0: none); bulk_copy: the copy
+     * (sr_bulk.h). bulk_to: the smallest RC SEND, RDMA WRITE or READ sent
+     * to dgid as a reference to its memory (0: none); bulk_copy: the copy
      * between this process's memory and a peer's. */
     uint32_t (*bulk_to)(void *ctx, const uint8_t *dgid);
     int (*bulk_copy)(void *ctx, uint64_t peer, bool to_peer, const struct sr_bulk_seg *local,

@@ -34,7 +34,7 @@ struct sr_nic_cfg {
      * fault injection). */
     bool no_shm;
     const char *shm_dir; /* mailboxes' directory; NULL: /dev/shm */
-    /* The smallest RC SEND or WRITE sent by reference to a same-host peer
+    /* The smallest RC SEND, WRITE or READ sent by reference to a same-host peer
      * that can copy from us (sr_bulk.h, SOFTRDMA_SHM_BULK); 0: none, and
      * we copy from nobody. */
     uint32_t shm_bulk;
