@@ -22,8 +22,14 @@
 #     processes) and softrdma over it (the default between processes on one
 #     host): ib_{write,read,send}_bw at 4 KiB, 64 KiB, 1 MiB, the 64 B
 #     message rate, ib_{write,send,read}_lat at 2 B;
+#     The same-host bandwidth points also run with SOFTRDMA_SHM_BULK=0
+#     (every byte through the rings, no copy by reference) beside the
+#     default (sr_bulk.h: 32 KiB and more copied once by the responder);
 #   - UCX over TCP (ucx_perftest, UCX_TLS=tcp on lo): ucp_put_bw, ucp_get and
 #     tag_bw at the same sizes, ucp_put_lat at 2 B and 4 KiB;
+#   - UCX over its shared-memory transports (UCX_TLS=sm): the same-host
+#     peer the shm rows are held against (ucp_put_bw, ucp_get, tag_bw at
+#     64 B, 64 KiB, 1 MiB; ucp_put_lat at 2 B);
 #   - CPU used by an idle softrdma process (srdma-idle-probe).
 # A benchmark, not a test: never part of ctest; the figures belong to the
 # machine and to its load, which is recorded alongside them.
@@ -37,6 +43,8 @@
 #                  the machine to be less than PCT % busy (30) before starting
 #   BENCH_PROFILE  1: also perf-record one ib_write_bw 64 KiB run (0)
 #   BENCH_OUT      report file (bench/results/<UTC timestamp>.txt)
+#   BENCH_SET      all (default), or shm: only the same-host points (softrdma
+#                  over shared memory, with and without references, and UCX sm)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,6 +56,8 @@ port_end=$((port + 2000))
 quiet_pct=${BENCH_QUIET_PCT:-30}
 quiet_wait=${BENCH_QUIET_WAIT:-120}
 profile=${BENCH_PROFILE:-0}
+set_=${BENCH_SET:-all}
+[[ $set_ == all || $set_ == shm ]] || { echo "bench: BENCH_SET must be all or shm" >&2; exit 2; }
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out=${BENCH_OUT:-$root/bench/results/$stamp.txt}
 [[ $reps =~ ^[1-9][0-9]*$ ]] || { echo "bench: BENCH_REPS must be a positive integer" >&2; exit 2; }
@@ -199,7 +209,10 @@ pair() {
 pt=(timeout 30 env LD_LIBRARY_PATH="$lib")
 ptl=(timeout 60 env LD_LIBRARY_PATH="$lib") # ping-pongs crawl when other processes spin
 shm=0 # the path sr_bw and sr_lat measure: 0 UDP (#5's targets), 1 shared memory
-ucx=(timeout 40 env UCX_TLS=tcp UCX_NET_DEVICES=lo ucx_perftest)
+shm_bulk=32768 # SOFTRDMA_SHM_BULK: the default; 0: every byte through the rings
+ucx_tcp=(timeout 40 env UCX_TLS=tcp UCX_NET_DEVICES=lo ucx_perftest)
+ucx_sm=(timeout 40 env UCX_TLS=sm ucx_perftest)
+ucx=("${ucx_tcp[@]}")
 
 # perftest runs with -F: on a loaded machine its CPU-frequency check would
 # otherwise fail runs (as in tests/conformance/perftest.sh).
@@ -207,7 +220,8 @@ ucx=(timeout 40 env UCX_TLS=tcp UCX_NET_DEVICES=lo ucx_perftest)
 sr_bw() {
   local prog=$1 size=$2 key=$3
   shift 3
-  pair "$key" "${pt[@]}" SOFTRDMA_SHM=$shm "$prog" -F -x 0 -s "$size" -D "$secs" --report_gbits "$@" ||
+  pair "$key" "${pt[@]}" SOFTRDMA_SHM=$shm SOFTRDMA_SHM_BULK=$shm_bulk "$prog" -F -x 0 -s "$size" \
+    -D "$secs" --report_gbits "$@" ||
     return 0
   local line
   line=$(awk '/#bytes/ { getline; print $4, $5; exit }' "$tmp/$key")
@@ -251,6 +265,38 @@ declare -A it_put=([64]=1000000 [4096]=200000 [65536]=40000 [1048576]=3000)
 declare -A it_get=([64]=50000 [4096]=50000 [65536]=20000 [1048576]=2000)
 declare -A it_tag=([64]=500000 [4096]=200000 [65536]=40000 [1048576]=3000)
 
+# The same-host points, one repetition: softrdma over shared memory (by
+# reference and through the rings alone), then UCX's sm transports.
+same_host() {
+  log "rep $rep/$reps: softrdma over shared memory"
+  shm=1
+  for s in 4096 65536 1048576; do
+    sr_bw ib_write_bw "$s" "shm_write_bw_$s"
+    sr_bw ib_read_bw "$s" "shm_read_bw_$s"
+    sr_bw ib_send_bw "$s" "shm_send_bw_$s"
+  done
+  shm_bulk=0
+  for s in 65536 1048576; do
+    sr_bw ib_write_bw "$s" "shmring_write_bw_$s"
+    sr_bw ib_send_bw "$s" "shmring_send_bw_$s"
+  done
+  shm_bulk=32768
+  sr_bw ib_write_bw 64 shm_write_bw_64
+  for op in write send read; do
+    sr_lat "ib_${op}_lat" 2 "shm_${op}_lat_2"
+  done
+  shm=0
+  log "rep $rep/$reps: UCX over shared memory"
+  ucx=("${ucx_sm[@]}")
+  for s in 64 65536 1048576; do
+    ucx_run ucp_put_bw "$s" "${it_put[$s]}" "ucxsm_put_bw_$s" -O 128
+    ucx_run ucp_get "$s" "${it_get[$s]}" "ucxsm_get_bw_$s" -O 128
+    ucx_run tag_bw "$s" "${it_tag[$s]}" "ucxsm_tag_bw_$s" -O 128
+  done
+  ucx_run ucp_put_lat 2 20000 "ucxsm_put_lat_2"
+  ucx=("${ucx_tcp[@]}")
+}
+
 # ---- the run ----------------------------------------------------------------
 
 busy=100
@@ -271,6 +317,10 @@ t_start=$(date +%s)
 
 for ((rep = 1; rep <= reps; rep++)); do
   record busy_before_pct "$(cpu_busy_pct 1)"
+  if [ "$set_" = shm ]; then
+    same_host
+    continue
+  fi
   log "rep $rep/$reps: UDP limits"
   if "$udpbench" -t "$secs" -n 100000 >"$tmp/udp" 2>"$tmp/udp.err"; then :; else
     note "rep $rep: udpbench: $(tail -1 "$tmp/udp.err")"
@@ -299,18 +349,7 @@ for ((rep = 1; rep <= reps; rep++)); do
     sr_lat ib_read_lat "$s" "sr_read_lat_$s"
   done
 
-  log "rep $rep/$reps: softrdma over shared memory"
-  shm=1
-  for s in 4096 65536 1048576; do
-    sr_bw ib_write_bw "$s" "shm_write_bw_$s"
-    sr_bw ib_read_bw "$s" "shm_read_bw_$s"
-    sr_bw ib_send_bw "$s" "shm_send_bw_$s"
-  done
-  sr_bw ib_write_bw 64 shm_write_bw_64
-  for op in write send read; do
-    sr_lat "ib_${op}_lat" 2 "shm_${op}_lat_2"
-  done
-  shm=0
+  same_host
 
   log "rep $rep/$reps: UCX over TCP"
   for s in "${sizes[@]}"; do
@@ -395,11 +434,22 @@ report=$tmp/report
   for op in write read send; do
     for s in 4096 65536 1048576; do row "shm ib_${op}_bw ${label[$s]}" "shm_${op}_bw_$s" Gb/s; done
   done
+  for op in write send; do
+    for s in 65536 1048576; do
+      row "shm ib_${op}_bw ${label[$s]}, rings only" "shmring_${op}_bw_$s" Gb/s
+    done
+  done
   row "shm ib_write_bw 64 B message rate, 1 QP" shm_write_bw_64_mpps Mpps
   for op in write send read; do
     row "shm ib_${op}_lat 2 B (typical)" "shm_${op}_lat_2" us
     row "  99th percentile" "shm_${op}_lat_2_p99" us
   done
+  echo "-- UCX over shared memory (ucx_perftest, UCX_TLS=sm)"
+  for t in put get tag; do
+    for s in 64 65536 1048576; do row "ucx sm ${t}_bw ${label[$s]}" "ucxsm_${t}_bw_$s" Gb/s; done
+  done
+  row "ucx sm put_bw 64 B message rate" ucxsm_put_bw_64_mpps Mpps
+  row "ucx sm put_lat 2 B (median)" ucxsm_put_lat_2 us
   echo "-- UCX over TCP on lo (ucx_perftest, UCX_TLS=tcp)"
   for t in put get tag; do
     for s in "${sizes[@]}"; do row "ucx ${t}_bw ${label[$s]}" "ucx_${t}_bw_$s" Gb/s; done
@@ -449,6 +499,21 @@ report=$tmp/report
   ratio "shm ib_write_lat 2 B / shm half RTT (info)" shm_write_lat_2 shm_half_rtt_us "<=" 1.5
   ratio "shm ib_write_lat 2 B / UDP half RTT (info)" shm_write_lat_2 udp_half_rtt_us "<=" 1.5
   ratio "ib_write_lat 2 B / ucx put_lat 2 B (info)" sr_write_lat_2 ucx_put_lat_2 "<=" 1
+  # issue #25: the same-host path against UCX's sm transports
+  for pair_ in write:put read:get send:tag; do
+    for s in 65536 1048576; do
+      ratio "shm ib_${pair_%%:*}_bw / ucx sm ${pair_#*:}_bw ${label[$s]}" \
+        "shm_${pair_%%:*}_bw_$s" "ucxsm_${pair_#*:}_bw_$s" ">=" 1
+    done
+  done
+  ratio "shm ib_write_lat 2 B / ucx sm put_lat 2 B" shm_write_lat_2 ucxsm_put_lat_2 "<=" 1.5
+  ratio "shm 64 B msg rate / ucx sm put_bw 64 B" shm_write_bw_64_mpps ucxsm_put_bw_64_mpps ">=" 1
+  for op in write send; do
+    for s in 65536 1048576; do
+      ratio "shm ib_${op}_bw ${label[$s]} / rings only (info)" "shm_${op}_bw_$s" \
+        "shmring_${op}_bw_$s" ">=" 1
+    done
+  done
   idle=$(med idle_cpu_pct)
   awk -v v="$idle" 'BEGIN {
     if (v == "n/a") { printf "%-44s %8s  %-16s %s\n", "idle CPU", "n/a", "~ 0", "not measured"; exit }

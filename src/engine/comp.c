@@ -242,12 +242,14 @@ static void handle_read_resp(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_
         e->stats.rx_drop_other++;
         return;
     }
-    if (pkt->payload_len != want) {
+    /* sent by reference: the responder wrote the sink itself (sr_bulk.h) */
+    bool landed = sr_unlikely(w->bulk) && sr_bulk_read_landed(e, pkt);
+    if (!landed && (w->bulk || pkt->payload_len != want)) {
         e->stats.rx_drop_other++;
         return;
     }
-    if (!sr_sge_scatter(e, qp->pd, w->wr.sg_list, w->wr.num_sge, off, pkt->payload,
-                        pkt->payload_len)) {
+    if (!landed && !sr_sge_scatter(e, qp->pd, w->wr.sg_list, w->wr.num_sge, off, pkt->payload,
+                                   pkt->payload_len)) {
         fail_wqe(qp, w, SR_WC_LOC_PROT_ERR, n);
         return;
     }

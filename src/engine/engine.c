@@ -717,7 +717,11 @@ static void engine_tx(struct sr_engine *e, struct sr_qp *qp, const struct sr_pkt
         .src_port = src_port,
         .path = path,
         .flush = flush && !e->cfg.ops.tx_fence,
+        .bulk = e->bulk.tx,
     };
+    if (sr_unlikely(e->bulk.tx))
+        sr_bulk_tx_fix(&t); /* a READ's reference rides beside its headers */
+    e->bulk.tx = false;
     if (flush && e->cfg.ops.tx_fence)
         e->fence_due = true;
     e->stats.tx_pkts++;
@@ -861,6 +865,8 @@ void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uin
         e->stats.rx_drop_bad_peer++;
         return;
     }
+    if (sr_unlikely(e->bulk.rx) && !sr_bulk_rx_prepare(e, &pkt, err))
+        return; /* not something that may come by reference (bulk.c) */
     const struct sr_opcode_info *info = sr_opcode_info(pkt.bth.opcode);
     if (qp->zombie) {
         if (!(info->flags & SR_OPF_RESPONSE) && err >= 0)

@@ -19,6 +19,7 @@
 
 #include "ack.h"
 #include "paths.h"
+#include "bulk.h"
 #include "rtt.h"
 #include "sr_engine.h"
 #include "sr_util.h"
@@ -131,6 +132,7 @@ struct sr_swqe {
     bool shaped;        /* started: ack_every and write_only are decided (req.c) */
     bool write_only;    /* an RDMA WRITE sent as WRITE ONLY packets */
     uint16_t ack_every; /* ACK requested every that many packets, and on the last */
+    bool bulk;          /* sent by reference, as one packet (bulk.c) */
 };
 
 /* Responder replay state for READ and atomic requests (IBA 9.7.5.1.4:
@@ -264,6 +266,7 @@ struct sr_engine {
      * calls that take none): what sr_cq_push stamps completions with, so
      * that the modules that generate them need no time argument. */
     uint64_t now_ns;
+    struct sr_bulk_state bulk; /* same-host data by reference (bulk.c) */
 };
 
 /* Before the engine writes registered memory: queued packets whose payload

@@ -815,6 +815,7 @@ int sr_qp_post_send(struct sr_qp *qp, const struct sr_send_wr *wr, uint64_t now_
     }
     w->first_psn = qp->req.next_psn;
     w->npkts = sr_swqe_npkts(qp, &w->wr, w->total_len);
+    sr_bulk_shape(qp, w);
     qp->req.next_psn = sr_psn_add(qp->req.next_psn, w->npkts);
     qp->sq_tail++;
     if (s == SR_QPS_RTS)

@@ -245,7 +245,10 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w, uint32_t window, u
         p.bth.ack_req = true;
 
     struct sr_iov iov[SR_MAX_SGE];
+    uint8_t ref[SR_MAX_SGE * SR_BULK_SEG_LEN];
     uint32_t iov_cnt = 0;
+    if (w->bulk)
+        len = w->total_len; /* the whole message, named by reference (bulk.c) */
     if (wr->opcode == SR_WR_ATOMIC_WRITE) {
         iov[0] = (struct sr_iov){.base = &wr->compare_add, .len = 8};
         iov_cnt = 1;
@@ -253,6 +256,8 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w, uint32_t window, u
         send_queue_error(qp, w, SR_WC_LOC_PROT_ERR);
         return 0;
     }
+    if (w->bulk)
+        len = sr_bulk_payload_len(wr->opcode, sr_bulk_encode(iov, &iov_cnt, ref));
     p.payload_len = len;
     bool fresh = !sr_psn_lt(p.bth.psn, qp->req.max_sent);
     if (fresh)
@@ -262,6 +267,7 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w, uint32_t window, u
     if (sr_qp_reliable(qp) && (fresh || (qp->comp.rtt_resent_ok && !probe)) &&
         (p.bth.ack_req || sr_wr_is_rd_atomic(wr->opcode)))
         sr_comp_rtt_start(qp, sr_psn_add(p.bth.psn, consumed - 1), now_ns);
+    qp->eng->bulk.tx = w->bulk;
     sr_engine_tx(qp->eng, qp, &p, iov, iov_cnt, dgid);
     return consumed;
 }

@@ -151,6 +151,8 @@ static void send_nak(struct sr_qp *qp, uint32_t psn, uint8_t code)
  * FIRST/LAST/ONLY carry an AETH, payload comes straight from memory. */
 static void send_read_responses(struct sr_qp *qp, const uint8_t *src, uint32_t len, uint32_t psn)
 {
+    if (sr_unlikely(qp->eng->bulk.rx) && sr_bulk_read_respond(qp, src, len, psn))
+        return; /* pushed into the requester's sink (sr_bulk.h) */
     uint32_t pmtu = sr_qp_pmtu(qp);
     uint32_t n = len ? (len + pmtu - 1) / pmtu : 1;
     sr_resp_ack_first(qp, SR_ACK_EV_RESPONSE, qp->eng->now_ns);
@@ -283,7 +285,9 @@ static enum resp_state duplicate(struct resp_ctx *c)
             return RS_DROP;
         uint32_t pmtu = sr_qp_pmtu(qp);
         uint32_t room = (uint32_t)sr_psn_diff(sr_psn_add(r->psn, r->npkts), pkt->bth.psn);
-        uint32_t n = pkt->reth.dma_len ? (pkt->reth.dma_len + pmtu - 1) / pmtu : 1;
+        uint32_t n = pkt->reth.dma_len && !sr_bulk_rx_read(&qp->eng->bulk)
+                         ? (pkt->reth.dma_len + pmtu - 1) / pmtu
+                         : 1;
         if (n > room)
             return RS_DROP;
         const uint8_t *src = NULL;
@@ -487,9 +491,13 @@ static enum resp_state execute(struct resp_ctx *c)
         uint32_t off = qp->resp.recv_off;
         if (qp->type == SR_QPT_UD)
             off += SR_GRH_LEN;
-        if (!sr_sge_scatter(qp->eng, c->pd, w->sge, w->num_sge, off, pkt->payload,
-                            pkt->payload_len)) {
-            c->rwqe_status = SR_WC_LOC_PROT_ERR;
+        bool prot = true;
+        if (sr_unlikely(qp->eng->bulk.rx) ? !sr_bulk_pull_sge(qp->eng, c->pd, w->sge, w->num_sge,
+                                                              off, pkt->payload_len, &prot)
+                                          : !sr_sge_scatter(qp->eng, c->pd, w->sge, w->num_sge, off,
+                                                            pkt->payload, pkt->payload_len)) {
+            /* a copy that failed: not placed (IBA 9.7.5.2.4) */
+            c->rwqe_status = prot ? SR_WC_LOC_PROT_ERR : SR_WC_GENERAL_ERR;
             return RS_ERR_OP;
         }
         qp->resp.recv_off += pkt->payload_len;
@@ -523,7 +531,14 @@ static enum resp_state execute(struct resp_ctx *c)
             end_message(qp);
         }
     } else if (op_is(c, SR_OPF_WRITE)) {
-        if (pkt->payload_len) {
+        if (sr_unlikely(qp->eng->bulk.rx)) {
+            /* the requester's data is not copied in: the responder could
+             * not complete it (IBA 9.7.5.2.4, Remote Operational Error) */
+            c->rwqe_status = SR_WC_GENERAL_ERR;
+            if (!sr_bulk_pull(qp->eng, c->target, pkt->payload_len))
+                return RS_ERR_OP;
+            c->rwqe_status = SR_WC_SUCCESS;
+        } else if (pkt->payload_len) {
             sr_engine_fence(qp->eng);
             SR_DMA_BEGIN();
             memcpy(c->target, pkt->payload, pkt->payload_len);
@@ -546,7 +561,9 @@ static enum resp_state execute(struct resp_ctx *c)
         uint32_t pmtu = sr_qp_pmtu(qp);
         struct sr_replay *r = replay_new(qp);
         r->psn = pkt->bth.psn;
-        r->npkts = pkt->reth.dma_len ? (pkt->reth.dma_len + pmtu - 1) / pmtu : 1;
+        r->npkts = pkt->reth.dma_len && !sr_bulk_rx_read(&qp->eng->bulk)
+                       ? (pkt->reth.dma_len + pmtu - 1) / pmtu
+                       : 1;
         end_message(qp);
         send_read_responses(qp, c->target, pkt->reth.dma_len, pkt->bth.psn);
         qp->resp.epsn = sr_psn_add(pkt->bth.psn, r->npkts);

@@ -33,6 +33,7 @@ struct sr_qp;
 struct sr_srq;
 struct sr_xrcd;
 struct sr_mw;
+struct sr_bulk_seg; /* sr_bulk.h */
 
 /* ---- values shared with verbs (same numbers as IBV_*) ---- */
 enum sr_qp_type {
@@ -319,6 +320,10 @@ struct sr_tx_pkt {
      * processes (READ responses): a driver that defers sending must put
      * everything queued so far on the wire (or copy it) before returning. */
     bool flush;
+    /* The payload is a reference to the sender's memory, not data
+     * (sr_bulk.h): only a driver that delivers it as such (shared memory,
+     * through sr_engine_rx_bulk) may take it; any other drops it. */
+    bool bulk;
 };
 
 /* What the engine calls back. tx returns 0, or a negative value when the
@@ -393,6 +398,13 @@ struct sr_engine_cfg {
     uint8_t path_burst;
     bool paths_reorder;
     uint64_t paths_seed;
+    /* Optional, both or neither: same-host bulk data by reference
+     * (sr_bulk.h). bulk_to: the smallest RC SEND, RDMA WRITE or READ sent
+     * to dgid as a reference to its memory (0: none); bulk_copy: the copy
+     * between this process's memory and a peer's. */
+    uint32_t (*bulk_to)(void *ctx, const uint8_t *dgid);
+    int (*bulk_copy)(void *ctx, uint64_t peer, bool to_peer, const struct sr_bulk_seg *local,
+                     uint32_t local_cnt, const struct sr_bulk_seg *remote, uint32_t remote_cnt);
     struct sr_engine_ops ops;
     void *ops_ctx;
 };

@@ -2,6 +2,7 @@
  * driver and the shared-memory driver. */
 #include "sr_nic.h"
 #include "ack.h"
+#include "sr_bulk.h"
 #include "sr_util.h"
 
 #include <errno.h>
@@ -128,6 +129,8 @@ static int nic_tx(void *ctx, const struct sr_tx_pkt *pkt)
         if (r != SR_SHM_REMOTE)
             return r;
     }
+    if (pkt->bulk)
+        return SR_ERR_INVAL;            /* a reference means nothing off this host: lost */
     return sr_udp_queue(nic->udp, pkt); /* honours pkt->flush */
 }
 
@@ -143,6 +146,19 @@ static bool nic_tx_trains(void *ctx, const uint8_t *dgid)
     if (!sr_udp_trains(nic->udp))
         return false;
     return !nic->shm || !sr_shm_reaches(nic->shm, dgid);
+}
+
+static uint32_t nic_bulk_to(void *ctx, const uint8_t *dgid)
+{
+    struct sr_nic *nic = ctx;
+    return nic->shm ? sr_shm_bulk_to(nic->shm, dgid) : 0;
+}
+
+static int nic_bulk_copy(void *ctx, uint64_t peer, bool to_peer, const struct sr_bulk_seg *local,
+                         uint32_t local_cnt, const struct sr_bulk_seg *remote, uint32_t remote_cnt)
+{
+    (void)ctx;
+    return sr_shm_copy((uint32_t)peer, to_peer, local, local_cnt, remote, remote_cnt);
 }
 
 static void nic_cq_event(void *ctx, struct sr_cq *cq, bool solicited)
@@ -167,6 +183,25 @@ static void nic_rx(void *arg, const uint8_t *pkt, size_t len, const uint8_t *src
     sr_engine_rx(nic->eng, pkt, len, src_gid, nic->now);
 }
 
+static void nic_shm_rx(void *arg, const uint8_t *pkt, size_t len, const uint8_t *src_gid,
+                       uint32_t ref_pid)
+{
+    struct sr_nic *nic = arg;
+    if (!ref_pid) {
+        nic_rx(arg, pkt, len, src_gid);
+        return;
+    }
+    if (++nic->rx_ticks % RX_CLOCK_PKTS == 0)
+        nic->now = sr_nic_now();
+    sr_engine_rx_bulk(nic->eng, pkt, len, src_gid, ref_pid, nic->now); /* sr_bulk.h */
+    /* its ACK leaves now, not held and not after the rest of the batch:
+     * each record may stand for megabytes copied (longer than any hold),
+     * and the requester's window and timers wait for it */
+    nic->now = sr_nic_now();
+    sr_engine_release_acks(nic->eng, UINT64_MAX);
+    nic_flush_out(nic);
+}
+
 static bool nic_app_waits(struct sr_nic *nic)
 {
     return atomic_load_explicit(&nic->app_waiting, memory_order_relaxed) != 0;
@@ -188,7 +223,7 @@ static int nic_pass(struct sr_nic *nic, bool ours)
                        : sr_udp_poll(nic->udp, nic_rx, nic, RX_BATCH);
         if (!skip)
             nic->udp_idle = n > 0 ? 0 : SR_MIN(nic->udp_idle + 1, UDP_IDLE_PASSES);
-        int m = nic->shm ? sr_shm_recv(nic->shm, nic_rx, nic, RX_BATCH) : 0;
+        int m = nic->shm ? sr_shm_recv(nic->shm, nic_shm_rx, nic, RX_BATCH) : 0;
         if (n > 0)
             total += n;
         total += m;
@@ -452,6 +487,10 @@ int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out)
     ec.ops.tx_fence = nic_tx_fence;
     ec.trains = sr_udp_trains(nic->udp);
     ec.trains_to = nic_tx_trains;
+    if (!cfg->no_shm && cfg->shm_bulk) {
+        ec.bulk_to = nic_bulk_to;
+        ec.bulk_copy = nic_bulk_copy;
+    }
     ec.ops.cq_event = nic_cq_event;
     ec.ops.async_event = nic_async_event;
     ec.ops_ctx = nic;
@@ -459,7 +498,8 @@ int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out)
     if (err)
         goto err_udp;
     if (!cfg->no_shm) {
-        struct sr_shm_cfg sc = {.port = sr_udp_port(nic->udp), .dir = cfg->shm_dir};
+        struct sr_shm_cfg sc = {
+            .port = sr_udp_port(nic->udp), .dir = cfg->shm_dir, .bulk_min = cfg->shm_bulk};
         memcpy(sc.gid, ec.gid, 16);
         if (sr_shm_open(&sc, &nic->shm)) /* no /dev/shm: UDP alone */
             nic->shm = NULL;

@@ -34,7 +34,13 @@ struct sr_nic_cfg {
      * fault injection). */
     bool no_shm;
     const char *shm_dir; /* mailboxes' directory; NULL: /dev/shm */
+    /* The smallest RC SEND, WRITE or READ sent by reference to a same-host peer
+     * that can copy from us (sr_bulk.h, SOFTRDMA_SHM_BULK); 0: none, and
+     * we copy from nobody. */
+    uint32_t shm_bulk;
 };
+/* SOFTRDMA_SHM_BULK when unset (docs/TUNING.md). */
+#define SR_NIC_SHM_BULK_DEFAULT 32768u
 
 int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out);
 void sr_nic_close(struct sr_nic *nic);

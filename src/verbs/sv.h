@@ -36,6 +36,7 @@ struct sv_config {
     uint8_t path_policy; /* SOFTRDMA_PATH_POLICY: spray (1) or adaptive (2) */
     bool path_reorder;   /* SOFTRDMA_PATH_REORDER=1: spray to any peer (experiments) */
     uint8_t path_burst;  /* SOFTRDMA_PATH_BURST: new packets per choice of path */
+    uint32_t shm_bulk;   /* SOFTRDMA_SHM_BULK: smallest message by reference; 0: none */
 };
 
 /* live.c: the set of live objects by address, so that the control path

@@ -26,13 +26,15 @@ static const uint8_t gid[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 1
 
 struct ctx {
     int pkts;
+    uint32_t pid; /* the sender's, or 0: references refused */
 };
 
-static void on_pkt(void *arg, const uint8_t *pkt, size_t len, const uint8_t *src)
+static void on_pkt(void *arg, const uint8_t *pkt, size_t len, const uint8_t *src, uint32_t ref_pid)
 {
     struct ctx *c = arg;
+    /* references only from a sender the caller vouched for */
     if (pkt < ring || pkt + len > ring + RING || len < SR_BTH_LEN + SR_ICRC_LEN ||
-        len > SR_SHM_MAX_PKT || memcmp(src, gid, 16) != 0)
+        len > SR_SHM_MAX_PKT || memcmp(src, gid, 16) != 0 || (ref_pid && ref_pid != c->pid))
         abort();
     c->pkts++;
 }
@@ -56,9 +58,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(ring, 0, RING);
     for (size_t i = 0; size && i < RING; i++)
         ring[(tail + i) % RING] = data[i % size];
-    struct ctx c = {0};
+    struct ctx c = {.pid = t32 & 1 ? 4242 : 0};
     struct sr_shm_parse r;
-    sr_shm_ring_parse(ring, RING, head, tail, gid, on_pkt, &c, max, &r);
+    sr_shm_ring_parse(ring, RING, head, tail, gid, c.pid, on_pkt, &c, max, &r);
     if (r.pkts != c.pkts || r.pkts > max || r.tail - tail > head - tail ||
         (r.bad && r.tail != head))
         abort();

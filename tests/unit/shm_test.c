@@ -1,5 +1,6 @@
 /* shm_test.c: the shared-memory driver. Devices live in a private
  * directory under /dev/shm; addresses are made up (nothing binds them). */
+#include "sr_bulk.h"
 #include "sr_shm.h"
 #include "sr_test.h"
 
@@ -85,8 +86,9 @@ struct rx {
     int bad;
 };
 
-static void rx_cb(void *arg, const uint8_t *pkt, size_t len, const uint8_t *src)
+static void rx_cb(void *arg, const uint8_t *pkt, size_t len, const uint8_t *src, uint32_t ref_pid)
 {
+    (void)ref_pid;
     struct rx *r = arg;
     uint32_t seq;
     memcpy(&seq, pkt + 8, 4);
@@ -387,6 +389,134 @@ static void test_corrupt(void)
 /* A child process opens a device, sends to b and dies without closing:
  * its slot in b's mailbox is reclaimed (b's sweep), its own mailbox is
  * removed by the next device to open. */
+static struct sr_shm *dev_open_bulk(uint32_t host)
+{
+    struct sr_shm_cfg c = {.port = 4791, .dir = dir, .bulk_min = 32768};
+    gid_of(c.gid, host);
+    struct sr_shm *s = NULL;
+    SR_CHECK_EQ(sr_shm_open(&c, &s), 0);
+    return s;
+}
+
+struct ref_rx {
+    int n;
+    uint32_t pid;
+    uint64_t addr; /* carried in the payload */
+};
+
+static void ref_cb(void *arg, const uint8_t *pkt, size_t len, const uint8_t *src, uint32_t ref_pid)
+{
+    (void)src;
+    struct ref_rx *r = arg;
+    r->n++;
+    r->pid = ref_pid;
+    if (len >= 12 + 8)
+        memcpy(&r->addr, pkt + 12, 8);
+}
+
+/* References (sr_bulk.h): only from a sender the receiver could read
+ * with process_vm_readv, which it probes once; never from itself; a
+ * flagged record from anyone else is dropped, never handed on. */
+static void test_bulk(void)
+{
+    struct sr_shm *a = dev_open_bulk(1), *b = dev_open_bulk(2);
+    struct pkt p;
+    uint8_t gb[16];
+    gid_of(gb, 2);
+    SR_CHECK_EQ(sr_shm_bulk_to(a, gb), 0); /* not probed yet */
+    SR_CHECK_EQ(xsend(a, pkt_make(&p, 2, 0, 10, 0)), 0);
+    struct ref_rx r = {0};
+    SR_CHECK_EQ(sr_shm_recv(b, ref_cb, &r, 64), 1);
+    SR_CHECK_EQ(r.pid, 0);
+    /* a and b are one process: b must not read "a's" memory, its own */
+    SR_CHECK_EQ(sr_shm_bulk_to(a, gb), 0);
+    pkt_make(&p, 2, 1, 10, 0);
+    p.t.bulk = true;
+    SR_CHECK_EQ(xsend(a, &p.t), SR_ERR_INVAL);
+
+    /* another process: probed, then its references come with its pid */
+    int ready[2], done[2];
+    SR_CHECK_EQ(pipe(ready), 0);
+    SR_CHECK_EQ(pipe(done), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        static uint8_t secret[4096];
+        for (int i = 0; i < 4096; i++)
+            secret[i] = (uint8_t)(i * 7 + 3);
+        struct sr_shm *c = dev_open_bulk(9);
+        struct pkt q;
+        int ok = c && xsend(c, pkt_make(&q, 2, 0, 10, 0)) == 0;
+        char x = 0;
+        ok = ok && read(ready[0], &x, 1) == 1; /* b received it (and probed) */
+        ok = ok && sr_shm_bulk_to(c, gb) == 32768;
+        uint64_t addr = (uint64_t)(uintptr_t)secret;
+        pkt_make(&q, 2, 1, 8, 0);
+        memcpy(q.payload, &addr, 8);
+        q.iov[0] = (struct sr_iov){q.payload, 8};
+        q.t.iov_cnt = 1;
+        q.t.bulk = true;
+        ok = ok && xsend(c, &q.t) == 0;
+        ok = ok && read(done[0], &x, 1) == 1;
+        _exit(ok ? 0 : 1);
+    }
+    struct ref_rx rc = {0};
+    for (int i = 0; i < 2000 && rc.n < 1; i++) {
+        sr_shm_recv(b, ref_cb, &rc, 64);
+        if (!rc.n)
+            usleep(1000);
+    }
+    SR_CHECK_EQ(rc.n, 1);
+    SR_CHECK_EQ(rc.pid, 0);
+    SR_CHECK_EQ(write(ready[1], "x", 1), 1);
+    for (int i = 0; i < 2000 && rc.n < 2; i++) {
+        sr_shm_recv(b, ref_cb, &rc, 64);
+        if (rc.n < 2)
+            usleep(1000);
+    }
+    SR_CHECK_EQ(rc.n, 2);
+    SR_CHECK_EQ(rc.pid, (uint32_t)pid);
+    uint8_t got[4096] = {0};
+    struct sr_bulk_seg l = {(uint64_t)(uintptr_t)got, sizeof(got)}, rm = {rc.addr, sizeof(got)};
+    SR_CHECK_EQ(sr_shm_copy(rc.pid, false, &l, 1, &rm, 1), 0);
+    SR_CHECK(got[0] == 3 && got[4095] == (uint8_t)(4095 * 7 + 3));
+    rm.len = 64u << 20; /* far beyond what the child has mapped there */
+    l.len = 64u << 20;
+    uint8_t *big = malloc(64u << 20);
+    if (big) {
+        l.addr = (uint64_t)(uintptr_t)big;
+        SR_CHECK(sr_shm_copy(rc.pid, false, &l, 1, &rm, 1) != 0); /* never partial as whole */
+        free(big);
+    }
+    SR_CHECK_EQ(write(done[1], "x", 1), 1);
+    int status = -1;
+    waitpid(pid, &status, 0);
+    SR_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    l = (struct sr_bulk_seg){(uint64_t)(uintptr_t)got, sizeof(got)};
+    rm.len = sizeof(got);
+    SR_CHECK(sr_shm_copy(rc.pid, false, &l, 1, &rm, 1) != 0); /* gone: ESRCH */
+    close(ready[0]), close(ready[1]), close(done[0]), close(done[1]);
+
+    /* a flagged record in a ring: dropped unless its sender was vouched for */
+    static uint8_t ring[4096];
+    uint32_t rh[2] = {12 + 4 + 4, 1};
+    memset(ring, 0, sizeof(ring));
+    memcpy(ring, rh, 8);
+    uint8_t g[16];
+    gid_of(g, 5);
+    struct sr_shm_parse pr;
+    struct ref_rx rr = {0};
+    sr_shm_ring_parse(ring, sizeof(ring), 64, 0, g, 0, ref_cb, &rr, 8, &pr);
+    SR_CHECK_EQ(pr.pkts, 0);
+    SR_CHECK_EQ(pr.refused, 1);
+    SR_CHECK_EQ(pr.tail, 64);
+    SR_CHECK_EQ(rr.n, 0);
+    sr_shm_ring_parse(ring, sizeof(ring), 64, 0, g, 77, ref_cb, &rr, 8, &pr);
+    SR_CHECK_EQ(rr.n, 1);
+    SR_CHECK_EQ(rr.pid, 77);
+    sr_shm_close(a);
+    sr_shm_close(b);
+}
+
 static void test_dead_process(void)
 {
     struct sr_shm *b = dev_open(2, 4791);
@@ -679,6 +809,7 @@ int main(void)
     SR_RUN(test_fork_fifo);
     SR_RUN(test_killed_receiver);
     SR_RUN(test_stale_tmp);
+    SR_RUN(test_bulk);
     rm_dir();
     return SR_TEST_RESULT();
 }

@@ -22,6 +22,7 @@
  * consistent accesses one of the two sees the other: the receiver finds
  * the packet, or the sender rings. */
 #include "sr_shm.h"
+#include "sr_bulk.h"
 #include "sr_util.h"
 
 #include <dirent.h>
@@ -36,13 +37,17 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #define SHM_MAGIC   0x53524d42u /* "SRMB" */
-#define SHM_VERSION 1u
+#define SHM_VERSION 2u
 #define SHM_WRAP    UINT32_MAX
+/* A record's second word: the packet's payload is a reference to the
+ * sender's memory (sr_bulk.h), not data. */
+#define SHM_REC_BULK 1u
 
 enum {
     SHM_HDR_BYTES = 8192,
@@ -68,13 +73,21 @@ enum {
 #define SHM_BACKLOG_MAX (256u << 20)
 
 enum { SLOT_FREE, SLOT_CLAIMED, SLOT_LIVE, SLOT_CLOSED };
+enum { SHM_BULK_UNKNOWN, SHM_BULK_OK, SHM_BULK_NO };
 
 struct shm_slot {
     _Atomic uint32_t state;
     _Atomic uint32_t pid; /* the sender's process, for the dead-sender sweep; 0 when FREE */
     uint8_t gid[16];
     _Atomic uint64_t pidns; /* where pid means that process */
-    uint8_t pad[32];
+    /* Bulk data by reference (sr_bulk.h): the sender offers the word at
+     * probe_addr in its memory, holding probe_val; the receiver reads it
+     * with process_vm_readv once and says in bulk whether it can copy
+     * from the sender (SHM_BULK_*). The sender sends references only
+     * after SHM_BULK_OK. */
+    uint64_t probe_addr, probe_val;
+    _Atomic uint32_t bulk;
+    uint8_t pad[12];
 };
 
 struct shm_hdr {
@@ -132,6 +145,8 @@ struct sr_shm {
     uint32_t dirty;      /* peers with records not yet published */
     struct shm_peer peer[SR_SHM_PEERS];
     struct sr_shm_stats stats;
+    uint32_t bulk_min;      /* sr_shm_cfg.bulk_min; 0: no references either way */
+    _Atomic uint64_t probe; /* what receivers read from us to test process_vm_readv */
 };
 
 static size_t shm_file_bytes(void)
@@ -290,6 +305,10 @@ int sr_shm_open(const struct sr_shm_cfg *cfg, struct sr_shm **out)
     s->netns = ns_id("/proc/self/ns/net");
     unsigned long pidns = s->pidns = ns_id("/proc/self/ns/pid");
     s->pid = (uint32_t)getpid();
+    s->bulk_min = cfg->bulk_min;
+    /* any value will do that a process reading another's memory by
+     * mistake would not find there: this one's address, time and pid */
+    atomic_store(&s->probe, ((uint64_t)(uintptr_t)s ^ (uint64_t)time(NULL) << 20 ^ s->pid) | 1);
     int err = SR_ERR_INVAL;
     if (strlen(dir) >= sizeof(s->dir))
         goto err_free;
@@ -464,6 +483,9 @@ static bool peer_attach(struct sr_shm *s, struct shm_peer *p)
     atomic_store_explicit(&c->head, 0, memory_order_relaxed);
     atomic_store_explicit(&c->tail, 0, memory_order_relaxed);
     memcpy(h->slot[i].gid, s->gid, 16);
+    h->slot[i].probe_addr = s->bulk_min ? (uint64_t)(uintptr_t)&s->probe : 0;
+    h->slot[i].probe_val = atomic_load(&s->probe);
+    atomic_store(&h->slot[i].bulk, SHM_BULK_UNKNOWN);
     p->ino = (unsigned long)st.st_ino;
     p->full = 0;
     atomic_store_explicit(&h->slot[i].state, SLOT_LIVE, memory_order_release);
@@ -678,6 +700,13 @@ int sr_shm_send(struct sr_shm *s, const struct sr_tx_pkt *t)
         sum += t->iov[i].len;
     if (sum != t->payload_len)
         return SR_ERR_INVAL;
+    /* a reference never to a receiver that said it cannot follow one; one
+     * that has not looked yet probes before it reads the record (and drops
+     * it if the probe fails): a READ's answer may be under way before the
+     * requester saw this sender's first packet */
+    if (t->bulk &&
+        atomic_load_explicit(&p->hdr->slot[p->slot].bulk, memory_order_relaxed) == SHM_BULK_NO)
+        return SR_ERR_INVAL;
 
     /* Packets keep their order: while some wait in the backlog, new ones
      * queue behind them. */
@@ -703,7 +732,7 @@ int sr_shm_send(struct sr_shm *s, const struct sr_tx_pkt *t)
             s->backlogged++;
         s->stats.tx_queued++;
     }
-    uint32_t rh[2] = {len, 0};
+    uint32_t rh[2] = {len, t->bulk ? SHM_REC_BULK : 0};
     memcpy(r, rh, sizeof(rh));
     uint8_t *w = r + SHM_REC_HDR;
     memcpy(w, t->hdr, t->hdr_len);
@@ -766,7 +795,7 @@ static void slot_free(struct sr_shm *s, unsigned i)
 }
 
 void sr_shm_ring_parse(const uint8_t *ring, uint32_t ring_bytes, uint64_t head, uint64_t tail,
-                       const uint8_t *gid, sr_shm_rx_fn cb, void *arg, int max,
+                       const uint8_t *gid, uint32_t ref_pid, sr_shm_rx_fn cb, void *arg, int max,
                        struct sr_shm_parse *out)
 {
     *out = (struct sr_shm_parse){.tail = tail};
@@ -794,12 +823,81 @@ void sr_shm_ring_parse(const uint8_t *ring, uint32_t ring_bytes, uint64_t head, 
             tail = head;
             break;
         }
-        cb(arg, ring + pos + SHM_REC_HDR, rh[0], gid);
+        if (!(rh[1] & SHM_REC_BULK)) {
+            cb(arg, ring + pos + SHM_REC_HDR, rh[0], gid, 0);
+        } else if (ref_pid) {
+            cb(arg, ring + pos + SHM_REC_HDR, rh[0], gid, ref_pid);
+        } else {
+            out->refused++; /* a reference from a sender we cannot copy from */
+            tail += rec_bytes(rh[0]);
+            continue;
+        }
         out->pkts++;
         out->bytes += rh[0];
         tail += rec_bytes(rh[0]);
     }
     out->tail = tail;
+}
+
+/* Can we copy from this slot's sender (process_vm_readv, which needs
+ * ptrace access to it: man 2 process_vm_readv)? Asked once per sender,
+ * the answer left in the slot for it to read. Only a sender of our pid
+ * namespace other than ourselves, whose word at probe_addr holds what it
+ * said. */
+static uint32_t slot_probe(struct sr_shm *s, struct shm_slot *sl)
+{
+    uint32_t pid = atomic_load(&sl->pid);
+    uint64_t want = sl->probe_val, got = 0;
+    bool ok = s->bulk_min && sl->probe_addr && pid && pid != s->pid &&
+              atomic_load(&sl->pidns) == s->pidns;
+    if (ok) {
+        struct iovec l = {.iov_base = &got, .iov_len = sizeof(got)};
+        struct iovec r = {.iov_base = (void *)(uintptr_t)sl->probe_addr, .iov_len = sizeof(got)};
+        ok = process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(got) && got == want;
+    }
+    uint32_t v = ok ? SHM_BULK_OK : SHM_BULK_NO;
+    atomic_store(&sl->bulk, v);
+    return v;
+}
+
+int sr_shm_copy(uint32_t pid, bool to_peer, const struct sr_bulk_seg *local, uint32_t local_cnt,
+                const struct sr_bulk_seg *remote, uint32_t remote_cnt)
+{
+    struct iovec l[SR_MAX_SGE], r[SR_MAX_SGE];
+    uint64_t want = 0, rwant = 0;
+    if (!pid || local_cnt > SR_MAX_SGE || remote_cnt > SR_MAX_SGE)
+        return SR_ERR_INVAL;
+    for (uint32_t i = 0; i < local_cnt; i++) {
+        l[i] =
+            (struct iovec){.iov_base = (void *)(uintptr_t)local[i].addr, .iov_len = local[i].len};
+        want += local[i].len;
+    }
+    for (uint32_t i = 0; i < remote_cnt; i++) {
+        r[i] =
+            (struct iovec){.iov_base = (void *)(uintptr_t)remote[i].addr, .iov_len = remote[i].len};
+        rwant += remote[i].len;
+    }
+    if (want != rwant)
+        return SR_ERR_INVAL;
+    /* Both calls stop at the first piece that faults and say how much
+     * they moved: anything short of the whole is a failure (the engine
+     * reports it, never a partial message as success). */
+    ssize_t n = to_peer ? process_vm_writev((pid_t)pid, l, local_cnt, r, remote_cnt, 0)
+                        : process_vm_readv((pid_t)pid, l, local_cnt, r, remote_cnt, 0);
+    if (n == (ssize_t)want)
+        return 0;
+    return SR_ERR_INVAL; /* ESRCH: the peer is gone; EFAULT: its memory is */
+}
+
+uint32_t sr_shm_bulk_to(struct sr_shm *s, const uint8_t *gid)
+{
+    if (!s->bulk_min)
+        return 0;
+    struct shm_peer *p = peer_find(s, gid);
+    if (!p || p->kind != PEER_SHM ||
+        atomic_load_explicit(&p->hdr->slot[p->slot].bulk, memory_order_relaxed) != SHM_BULK_OK)
+        return 0;
+    return s->bulk_min;
 }
 
 /* Drains up to max records of slot i into cb; the count. */
@@ -814,9 +912,13 @@ static int slot_recv(struct sr_shm *s, unsigned i, sr_shm_rx_fn cb, void *arg, i
     uint64_t tail = atomic_load_explicit(&c->tail, memory_order_relaxed);
     uint8_t gid[16];
     memcpy(gid, sl->gid, 16);
+    uint32_t bulk = atomic_load_explicit(&sl->bulk, memory_order_relaxed);
+    if (bulk == SHM_BULK_UNKNOWN)
+        bulk = slot_probe(s, sl);
     struct sr_shm_parse r;
-    sr_shm_ring_parse((const uint8_t *)c + SHM_CTL_BYTES, SR_SHM_RING, head, tail, gid, cb, arg,
-                      max, &r);
+    sr_shm_ring_parse((const uint8_t *)c + SHM_CTL_BYTES, SR_SHM_RING, head, tail, gid,
+                      bulk == SHM_BULK_OK ? atomic_load(&sl->pid) : 0, cb, arg, max, &r);
+    s->stats.rx_refused += (uint64_t)r.refused;
     s->stats.rx_pkts += (uint64_t)r.pkts;
     s->stats.rx_bytes += r.bytes;
     s->stats.rx_bad += r.bad;

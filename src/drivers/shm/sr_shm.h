@@ -2,7 +2,10 @@
  * as the UDP driver (BTH through ICRC) between devices on one host and in
  * one network namespace, through rings in shared memory: no system call
  * per packet, no ICRC (memory does not corrupt datagrams), one copy on each
- * side (registered memory -> ring -> registered memory).
+ * side (registered memory -> ring -> registered memory). A record may hold
+ * a reference instead of a payload (sr_bulk.h): the receiver's engine then
+ * copies the data once, straight from the sender (sr_shm_copy), and only
+ * from a sender whose memory it could read when it probed it.
  *
  * Each device owns a mailbox named after its address and UDP port:
  * a file <dir>/softrdma-<netns inode>-<gid hex>-<port> holding a table of
@@ -66,6 +69,10 @@ struct sr_shm_cfg {
     uint8_t gid[16]; /* this device's address (bound by its UDP socket, so unique) */
     uint16_t port;   /* its UDP port */
     const char *dir; /* where mailboxes live; NULL: /dev/shm */
+    /* Bulk data by reference (sr_bulk.h): the smallest message sent as a
+     * reference to a peer that can copy from us, and whether we copy from
+     * peers at all; 0: neither (every byte through the rings). */
+    uint32_t bulk_min;
 };
 
 /* Create this device's mailbox and doorbell (a stale pair left by a
@@ -107,7 +114,11 @@ bool sr_shm_flush(struct sr_shm *s);
 /* Some packets wait in a backlog. */
 bool sr_shm_backlogged(const struct sr_shm *s);
 
-typedef void (*sr_shm_rx_fn)(void *arg, const uint8_t *pkt, size_t len, const uint8_t *src_gid);
+/* ref_pid: 0 for a packet; otherwise the packet's payload is a reference
+ * to memory of that process, the sender (sr_engine_rx_bulk), known from
+ * its slot and checked with a probe, never read from the packet. */
+typedef void (*sr_shm_rx_fn)(void *arg, const uint8_t *pkt, size_t len, const uint8_t *src_gid,
+                             uint32_t ref_pid);
 /* Hand up to max waiting packets to cb, oldest first per sender. Returns
  * how many. cb may call sr_shm_send but not sr_shm_recv. */
 int sr_shm_recv(struct sr_shm *s, sr_shm_rx_fn cb, void *arg, int max);
@@ -120,11 +131,12 @@ bool sr_shm_active(const struct sr_shm *s);
 struct sr_shm_parse {
     uint64_t tail;  /* where the next look starts */
     int pkts;       /* packets handed to cb */
+    int refused;    /* references skipped: ref_pid was 0 */
     uint64_t bytes; /* their bytes */
     bool bad;       /* the ring broke its bounds: tail moved to head */
 };
 void sr_shm_ring_parse(const uint8_t *ring, uint32_t ring_bytes, uint64_t head, uint64_t tail,
-                       const uint8_t *gid, sr_shm_rx_fn cb, void *arg, int max,
+                       const uint8_t *gid, uint32_t ref_pid, sr_shm_rx_fn cb, void *arg, int max,
                        struct sr_shm_parse *out);
 /* A packet is waiting. */
 bool sr_shm_pending(const struct sr_shm *s);
@@ -144,9 +156,27 @@ struct sr_shm_stats {
     uint64_t tx_bells;          /* doorbells rung */
     uint64_t rx_pkts, rx_bytes; /* packets handed to the callback, their bytes */
     uint64_t rx_bad;            /* records that broke the ring's bounds (ring dropped) */
+    uint64_t rx_refused;        /* references from senders we cannot copy from (dropped) */
     uint32_t peers;             /* addresses reached through shared memory */
     uint32_t senders;           /* slots in use in this mailbox */
 };
 void sr_shm_stats(const struct sr_shm *s, struct sr_shm_stats *out);
+
+/* Bulk data by reference (sr_bulk.h). A sender's slot offers a word of
+ * its memory; the receiver reads it once with process_vm_readv (which
+ * needs ptrace access: the same user, and under Yama ptrace_scope 1 a
+ * PR_SET_PTRACER from the sender; man 2 process_vm_readv) and records in
+ * the slot whether it can copy from that sender. Until it said yes, and
+ * whenever it said no, every byte goes through the ring. */
+struct sr_bulk_seg;
+/* The smallest message to send to gid by reference (cfg.bulk_min), or 0
+ * when gid has not (yet) said it can copy from us. */
+uint32_t sr_shm_bulk_to(struct sr_shm *s, const uint8_t *gid);
+/* Copies between this process's local pieces and process pid's remote
+ * ones (to_peer: process_vm_writev, else process_vm_readv), the same
+ * total on both sides; 0, or SR_ERR_INVAL when not all of it moved (the
+ * peer is gone, a piece is not mapped). */
+int sr_shm_copy(uint32_t pid, bool to_peer, const struct sr_bulk_seg *local, uint32_t local_cnt,
+                const struct sr_bulk_seg *remote, uint32_t remote_cnt);
 
 #endif
