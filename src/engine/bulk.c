@@ -3,10 +3,11 @@
  * and placing a referenced message through the copy hook. */
 #include "engine_int.h"
 
-static bool bulk_opcode(enum sr_wr_opcode op)
+static bool bulk_opcode(const struct sr_engine_cfg *cfg, enum sr_wr_opcode op)
 {
     return op == SR_WR_SEND || op == SR_WR_SEND_WITH_IMM || op == SR_WR_SEND_WITH_INV ||
-           op == SR_WR_RDMA_WRITE || op == SR_WR_RDMA_WRITE_WITH_IMM || op == SR_WR_RDMA_READ;
+           op == SR_WR_RDMA_WRITE || op == SR_WR_RDMA_WRITE_WITH_IMM ||
+           (op == SR_WR_RDMA_READ && cfg->bulk_read);
 }
 
 void sr_bulk_shape(struct sr_qp *qp, struct sr_swqe *w)
@@ -18,7 +19,7 @@ void sr_bulk_shape(struct sr_qp *qp, struct sr_swqe *w)
      * Inline data lives in the engine's copy, which is not the
      * application's registered memory. */
     if (!cfg->bulk_to || !cfg->bulk_copy || qp->type != SR_QPT_RC || w->npkts < 2 ||
-        (w->wr.send_flags & SR_SEND_INLINE) || !bulk_opcode(w->wr.opcode))
+        (w->wr.send_flags & SR_SEND_INLINE) || !bulk_opcode(cfg, w->wr.opcode))
         return;
     uint32_t min = cfg->bulk_to(cfg->ops_ctx, qp->attr.dgid);
     if (!min || w->total_len < min)

@@ -403,6 +403,11 @@ struct sr_engine_cfg {
      * to dgid as a reference to its memory (0: none); bulk_copy: the copy
      * between this process's memory and a peer's. */
     uint32_t (*bulk_to)(void *ctx, const uint8_t *dgid);
+    /* RDMA READs by reference too (the responder pushes into the sink).
+     * Off by default: a READ request still queued at the responder when
+     * the requester's QP has flushed its WQE would be pushed into memory
+     * the application may already have reused (sr_bulk.h). */
+    bool bulk_read;
     int (*bulk_copy)(void *ctx, uint64_t peer, bool to_peer, const struct sr_bulk_seg *local,
                      uint32_t local_cnt, const struct sr_bulk_seg *remote, uint32_t remote_cnt);
     struct sr_engine_ops ops;

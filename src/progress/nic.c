@@ -490,6 +490,7 @@ int sr_nic_open(const struct sr_nic_cfg *cfg, struct sr_nic **out)
     if (!cfg->no_shm && cfg->shm_bulk) {
         ec.bulk_to = nic_bulk_to;
         ec.bulk_copy = nic_bulk_copy;
+        ec.bulk_read = cfg->shm_bulk_read;
     }
     ec.ops.cq_event = nic_cq_event;
     ec.ops.async_event = nic_async_event;

@@ -38,6 +38,7 @@ struct sr_nic_cfg {
      * that can copy from us (sr_bulk.h, SOFTRDMA_SHM_BULK); 0: none, and
      * we copy from nobody. */
     uint32_t shm_bulk;
+    bool shm_bulk_read; /* SOFTRDMA_SHM_BULK_READ=1: READs by reference too */
 };
 /* SOFTRDMA_SHM_BULK when unset (docs/TUNING.md). */
 #define SR_NIC_SHM_BULK_DEFAULT 32768u

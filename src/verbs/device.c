@@ -157,6 +157,8 @@ static void parse_config(struct sv_config *c)
     const char *sh = getenv("SOFTRDMA_SHM");
     c->no_shm = (sh && strcmp(sh, "0") == 0) || c->fault.on;
     c->shm_bulk = env_us("SOFTRDMA_SHM_BULK", SR_NIC_SHM_BULK_DEFAULT, 1u << 31);
+    const char *br = getenv("SOFTRDMA_SHM_BULK_READ");
+    c->shm_bulk_read = br && strcmp(br, "1") == 0;
     const char *m = getenv("SOFTRDMA_MTU");
     bool mtu_set = false;
     if (m && *m) {
@@ -251,6 +253,7 @@ int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_n
         cfg.udp.no_gso = dev->cfg.no_gso;
         cfg.no_shm = dev->cfg.no_shm;
         cfg.shm_bulk = dev->cfg.shm_bulk;
+        cfg.shm_bulk_read = dev->cfg.shm_bulk_read;
         cfg.engine.whole_writes = dev->cfg.whole_writes;
         cfg.engine.ack_delay_ns = (uint64_t)dev->cfg.ack_delay_us * 1000;
         cfg.handoff_ns = (uint64_t)dev->cfg.handoff_us * 1000;

@@ -37,6 +37,7 @@ struct sv_config {
     bool path_reorder;   /* SOFTRDMA_PATH_REORDER=1: spray to any peer (experiments) */
     uint8_t path_burst;  /* SOFTRDMA_PATH_BURST: new packets per choice of path */
     uint32_t shm_bulk;   /* SOFTRDMA_SHM_BULK: smallest message by reference; 0: none */
+    bool shm_bulk_read;  /* SOFTRDMA_SHM_BULK_READ=1: READs by reference too */
 };
 
 /* live.c: the set of live objects by address, so that the control path
