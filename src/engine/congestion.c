@@ -28,8 +28,16 @@ bool sr_cong_gate(struct sr_qp *qp, const struct sr_swqe *w, uint64_t now_ns)
     (void)w; /* the pacer spaces by the packet before, not this one (sr_cc.h) */
     if (!c->on)
         return false;
-    uint64_t at = sr_cc_send_allowed(&c->cc, sr_qp_pmtu(qp), now_ns);
     c->tx_mark = qp->eng->stats.tx_bytes;
+    /* At the line rate the link (or the host) is the limit: pacing there
+     * would only add a deadline per packet. DCQCN sits there until its
+     * first CNP and again once it has recovered. */
+    uint64_t rate = sr_cc_rate_bps(&c->cc);
+    if (!rate || rate >= qp->eng->cc.line_rate_bps) {
+        c->pace_at = 0;
+        return false;
+    }
+    uint64_t at = sr_cc_send_allowed(&c->cc, sr_qp_pmtu(qp), now_ns);
     if (!at) {
         c->pace_at = 0;
         return false;
