@@ -156,6 +156,15 @@ static void parse_config(struct sv_config *c)
      * through it. */
     const char *sh = getenv("SOFTRDMA_SHM");
     c->no_shm = (sh && strcmp(sh, "0") == 0) || c->fault.on;
+    /* SOFTRDMA_CC: congestion control (docs/CONGESTION.md); a bad value
+     * is reported and leaves it off */
+    sr_cc_cfg_default(&c->cc, 0);
+    const char *cc = getenv("SOFTRDMA_CC");
+    if (cc && *cc) {
+        char why[160];
+        if (sr_cc_parse(cc, &c->cc, why, sizeof(why)))
+            fprintf(stderr, "softrdma: %s; congestion control off\n", why);
+    }
     const char *m = getenv("SOFTRDMA_MTU");
     bool mtu_set = false;
     if (m && *m) {
@@ -241,6 +250,8 @@ int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_n
         cfg.engine.ops_ctx = dev;
         cfg.engine.port_mtu = dev->cfg.mtu;
         cfg.engine.mem_ok = sv_mem_ok;
+        cfg.engine.cc = &dev->cfg.cc;
+        cfg.udp.ecn = dev->cfg.cc.algo != SR_CC_NONE; /* ECT(0) only if it reacts */
         err = sr_nic_open(&cfg, &dev->nic);
         if (!err) {
             memcpy(dev->gid, sr_nic_gid(dev->nic), 16);

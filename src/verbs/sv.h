@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <sys/types.h>
 
+#include "sr_cc.h"
 #include "sr_engine.h"
 #include "sr_nic.h"
 #include "sr_util.h"
@@ -32,6 +33,7 @@ struct sv_config {
     uint32_t ack_delay_us;     /* SOFTRDMA_ACK_DELAY_US: how long an ACK may wait for a reply */
     uint32_t handoff_us; /* SOFTRDMA_HANDOFF_US: NIC thread off the socket after inline polls */
     bool no_shm;         /* SOFTRDMA_SHM=0, or SOFTRDMA_FAULT set: UDP to same-host peers too */
+    struct sr_cc_cfg cc; /* SOFTRDMA_CC (docs/CONGESTION.md) */
 };
 
 /* live.c: the set of live objects by address, so that the control path

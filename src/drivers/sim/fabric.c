@@ -823,7 +823,9 @@ static void fab_host_rx(struct sr_fabric *f, struct fab_host *h, struct fab_pkt 
     }
     uint8_t src[16];
     fab_host_addr(fab_addr_host(pkt + 12), src);
-    sr_engine_rx(h->eng, pkt + FAB_L3_LEN, p->len - FAB_L3_LEN, src, f->now_ns);
+    /* CE (RFC 3168 5) in the IPv4 TOS: DCQCN's notification point */
+    sr_engine_rx_ecn(h->eng, pkt + FAB_L3_LEN, p->len - FAB_L3_LEN, src, (pkt[1] & 3) == 3,
+                     f->now_ns);
     fab_host_poll(f, h);
     fab_host_refresh(f, h);
 }
