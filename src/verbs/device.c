@@ -308,6 +308,10 @@ static void print_stats(struct sv_device *dev)
             (unsigned long long)m.tx_pkts, (unsigned long long)m.rx_pkts,
             (unsigned long long)m.tx_drops, (unsigned long long)m.tx_bells,
             (unsigned long long)m.rx_bad, m.peers);
+    if (dev->cfg.cc.algo != SR_CC_NONE) /* SOFTRDMA_CC: docs/CONGESTION.md */
+        fprintf(stderr, "softrdma: cc algo=%s rx_ce=%llu cnps_sent=%llu cnps_rcvd=%llu\n",
+                sr_cc_algo_name(dev->cfg.cc.algo), (unsigned long long)e.rx_ce,
+                (unsigned long long)e.cnps_sent, (unsigned long long)e.cnps_rcvd);
 }
 
 /* Most verbs programs exit with the device open: its mailbox must not

@@ -62,10 +62,10 @@ int main(int argc, char **argv)
         die("sr_nic_open", err);
     struct sr_engine *e = sr_nic_engine(nic);
     static uint8_t buf[4096];
-    struct sr_pd *pd;
-    struct sr_cq *cq;
-    struct sr_mr *mr;
-    struct sr_qp *qp;
+    struct sr_pd *pd = NULL;
+    struct sr_cq *cq = NULL;
+    struct sr_mr *mr = NULL;
+    struct sr_qp *qp = NULL;
     sr_nic_lock(nic);
     if ((err = sr_pd_alloc(e, &pd)) || (err = sr_cq_create(e, 64, &cq)) ||
         (err = sr_mr_reg(pd, buf, sizeof(buf), (uintptr_t)buf, 15, &mr)))
