@@ -118,7 +118,7 @@ void sr_cong_ce_rx(struct sr_qp *qp, const struct sr_pkt *pkt, const uint8_t *sr
      * BECN bit set (the flow it answers met congestion), the destination
      * QP of the requester that sent the marked packet, PSN 0 and A 0,
      * then 16 reserved bytes (zero; sr_wire_encode_hdr writes them) and
-     * the ICRC. A UD request names its sender in the DETH (IBA 9.8.2);
+     * the ICRC. A UD request names its sender in the DETH's source QP;
      * a connected QP's requester is its peer QP. */
     bool ud = qp->type == SR_QPT_UD;
     struct sr_pkt p = {0};

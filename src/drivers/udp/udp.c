@@ -354,7 +354,7 @@ err_close:;
 }
 
 /* ECN (RFC 3168 5): every datagram leaves ECT(0), the codepoint RoCEv2
- * congestion control uses (IBA Annex A17.9.1), and each received one
+ * congestion control uses (IBA Annex A17.9), and each received one
  * reports its TOS or traffic class, whose low two bits are the ECN field.
  * The TOS's upper six bits (DSCP) stay 0. */
 static int udp_ecn_setup(int fd, bool ipv6)
