@@ -399,6 +399,58 @@ static void test_np_interval_zero(void)
     fix_close(&f);
 }
 
+/* UD: the CNP goes to the sender the DETH names, at its address, and a
+ * UD QP takes a CNP from anyone (no path check for datagrams). */
+static void test_np_ud(void)
+{
+    struct sr_cc_cfg cfg;
+    cc_spec(&cfg, "dcqcn,cnp_interval_us=0,rate_timer_us=1000000,alpha_timer_us=1000000");
+    struct eng_fix f;
+    tap_cnt = 0;
+    ce_marked = 0;
+    ack_extra_ns = 0;
+    fix_open(&f, &(struct fix_opts){.wire = {.cc = &cfg},
+                                    .qp = {.type = SR_QPT_UD, .mtu = 1024},
+                                    .filter = tap_filter});
+    struct sr_sge rs = {(uintptr_t)f.mem[1], 40 + 1024, sr_mr_lkey(f.mr[1])};
+    struct sr_recv_wr rwr = {.wr_id = 1, .sg_list = &rs, .num_sge = 1};
+    SR_CHECK_EQ(sr_qp_post_recv(f.pr.qp[1], &rwr), 0);
+    struct sr_sge sg = {(uintptr_t)f.mem[0], 100, sr_mr_lkey(f.mr[0])};
+    struct sr_send_wr wr = {.wr_id = 2,
+                            .sg_list = &sg,
+                            .num_sge = 1,
+                            .opcode = SR_WR_SEND,
+                            .send_flags = SR_SEND_SIGNALED,
+                            .ah = {.dest_qpn = sr_qp_num(f.pr.qp[1]), .qkey = 0x11111111}};
+    h_gid(wr.ah.dgid, 1);
+    f.h.now = 1000;
+    ce_on = true;
+    SR_CHECK_EQ(sr_qp_post_send(f.pr.qp[0], &wr, f.h.now), 0);
+    struct wait_wc w = {.cq = f.pr.rcq[1], .want = 1};
+    SR_CHECK(c_run(&f.h, got_wcs, &w, 1000 * US));
+    c_run(&f.h, NULL, NULL, 10 * US); /* the CNP's way back */
+    ce_on = false;
+    uint32_t cnps = 0;
+    for (uint32_t i = 0; i < tap_cnt; i++)
+        if (tap[i].from == 1 && tap[i].hdr[0] == SR_OP_CNP) {
+            check_cnp_layout(&tap[i], sr_qp_num(f.pr.qp[0]));
+            cnps++;
+        }
+    SR_CHECK_EQ(ce_marked, 1);
+    SR_CHECK_EQ(cnps, 1);
+    SR_CHECK_EQ(sr_qp_cc_rate_bps(f.pr.qp[0]), 5000000000ull);
+    /* from an address that is not the peer's: a UD QP still takes it */
+    uint8_t b[32], stranger[16];
+    cnp_bytes(b, sr_qp_num(f.pr.qp[0]));
+    h_gid(stranger, 7);
+    sr_engine_rx(f.h.eng[0], b, sizeof(b), stranger, f.h.now + 100 * US);
+    struct sr_engine_stats s;
+    sr_engine_stats(f.h.eng[0], &s);
+    SR_CHECK_EQ(s.cnps_rcvd, 2);
+    SR_CHECK(sr_qp_cc_rate_bps(f.pr.qp[0]) < 5000000000ull);
+    fix_close(&f);
+}
+
 /* ---- the NSCC-style window: delay and CNPs shrink it ---- */
 
 static void test_nscc_window(void)
@@ -437,6 +489,7 @@ int main(void)
     SR_RUN(test_cnp_without_cc);
     SR_RUN(test_np_spacing_and_loop);
     SR_RUN(test_np_interval_zero);
+    SR_RUN(test_np_ud);
     SR_RUN(test_nscc_window);
     return SR_TEST_RESULT();
 }
