@@ -56,14 +56,15 @@ struct sr_xfer_cfg {
     struct sr_sim_link_cfg link; /* both directions: rate, delay, queue, faults */
     uint64_t seed;               /* the simulator's faults and the data patterns */
     bool ipv6;
-    uint8_t timeout;        /* transport timer exponent: 4.096 us * 2^timeout */
-    uint8_t retry_cnt;      /* 0..7 */
-    uint8_t rnr_retry;      /* 0..7, 7 = infinite */
-    uint8_t min_rnr_timer;  /* IBA Table 45 code */
-    uint32_t window_pkts;   /* requester window; 0 = the engine's default */
-    uint32_t start_psn;     /* requester's first PSN (the responder's is start_psn + 8) */
-    uint64_t time_limit_ns; /* simulated; 0 = automatic: 1 s + 1000x the ideal time
-                               + 8 full retry budgets */
+    uint8_t timeout;            /* transport timer exponent: 4.096 us * 2^timeout */
+    uint8_t retry_cnt;          /* 0..7 */
+    uint8_t rnr_retry;          /* 0..7, 7 = infinite */
+    uint8_t min_rnr_timer;      /* IBA Table 45 code */
+    uint32_t window_pkts;       /* requester window; 0 = the engine's default */
+    const struct sr_cc_cfg *cc; /* both engines' congestion control; NULL: none */
+    uint32_t start_psn;         /* requester's first PSN (the responder's is start_psn + 8) */
+    uint64_t time_limit_ns;     /* simulated; 0 = automatic: 1 s + 1000x the ideal time
+                                   + 8 full retry budgets */
     sr_xfer_hook_fn before_verify;
     void *hook_arg;
 };

@@ -159,17 +159,23 @@ void sr_cc_pacer_sent(struct sr_cc_pacer *pc, uint32_t bytes, uint64_t now_ns)
      * departure time in the past (otherwise it would burst at line rate).
      * A packet sent within the nanosecond its slot was rounded up to keeps
      * the exact slot, so rounding does not slow a busy sender down. */
-    uint64_t now_ps = now_ns * 1000;
-    uint64_t start = now_ps < pc->next_ps + 1000 ? pc->next_ps : now_ps;
+    bool on_slot = now_ns <= pc->next_ns || (now_ns == pc->next_ns + 1 && pc->next_frac_ps);
+    if (!on_slot) {
+        pc->next_ns = now_ns;
+        pc->next_frac_ps = 0;
+    }
     unsigned __int128 bits = (unsigned __int128)bytes * 8u * 1000000000000u;
-    pc->next_ps = start + (uint64_t)(bits / pc->rate_bps);
+    uint64_t ps = (uint64_t)(bits / pc->rate_bps) + pc->next_frac_ps;
+    pc->next_ns += ps / 1000;
+    pc->next_frac_ps = (uint32_t)(ps % 1000);
 }
 
 uint64_t sr_cc_pacer_allowed(const struct sr_cc_pacer *pc, uint64_t now_ns)
 {
-    if (!pc->rate_bps || now_ns * 1000 >= pc->next_ps)
+    if (!pc->rate_bps || now_ns > pc->next_ns || (now_ns == pc->next_ns && !pc->next_frac_ps))
         return 0;
-    return (pc->next_ps + 999) / 1000; /* first whole nanosecond not before next_ps */
+    /* first whole nanosecond not before the slot */
+    return pc->next_ns + (pc->next_frac_ps ? 1 : 0);
 }
 
 /* ---- configuration ---- */

@@ -74,11 +74,14 @@ struct sr_cc_cfg {
     struct sr_cc_np_params np;
 };
 
-/* Paced departures: the next packet may leave at next_ps (picoseconds, so that
- * per-packet rounding does not accumulate). */
+/* Paced departures: the next packet may leave at next_ns + next_frac_ps
+ * picoseconds (the fraction kept so that per-packet rounding does not
+ * accumulate; whole nanoseconds apart, so that a CLOCK_MONOTONIC time of
+ * any uptime fits, which picoseconds would not past 213 days). */
 struct sr_cc_pacer {
-    uint64_t next_ps;
-    uint64_t rate_bps; /* 0: not paced */
+    uint64_t next_ns;
+    uint32_t next_frac_ps; /* 0..999 */
+    uint64_t rate_bps;     /* 0: not paced */
 };
 
 struct sr_cc_dcqcn {

@@ -30,6 +30,7 @@ uint64_t sr_qp_deadline(const struct sr_qp *qp)
     uint64_t d = qp->req.rnr_wait ? qp->req.rnr_until : qp->comp.deadline;
     if (!qp->req.rnr_wait && qp->comp.probe_at && qp->comp.probe_at < d)
         d = qp->comp.probe_at;
+    d = SR_MIN(d, sr_cong_deadline(qp));
     return SR_MIN(d, sr_ack_deadline(&qp->resp.ack));
 }
 
@@ -137,10 +138,13 @@ static void progress(struct sr_qp *qp, uint64_t now_ns, uint32_t old_psn)
     qp->comp.retry_left = qp->attr.retry_cnt;
     qp->comp.rnr_left = qp->attr.rnr_retry;
     sr_paths_qp_acked(qp, old_psn, now_ns);
+    uint64_t rtt_ns = 0;
     if (qp->comp.rtt_timing && sr_psn_lt(qp->comp.rtt_psn, qp->comp.psn)) {
         qp->comp.rtt_timing = false;
-        sr_rtt_sample(&qp->comp.rtt, now_ns - qp->comp.rtt_sent_ns);
+        rtt_ns = now_ns - qp->comp.rtt_sent_ns;
+        sr_rtt_sample(&qp->comp.rtt, rtt_ns);
     }
+    sr_cong_acked(qp, (uint32_t)sr_psn_diff(qp->comp.psn, old_psn), rtt_ns, now_ns);
     /* The recovery window grows by what was acknowledged (slow start,
      * RFC 5681 3.1) until it no longer limits. */
     if (qp->req.rec_wnd) {

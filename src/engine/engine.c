@@ -47,6 +47,9 @@ int sr_engine_create(const struct sr_engine_cfg *cfg, struct sr_engine **out)
     if (!e)
         return SR_ERR_NOMEM;
     e->cfg = *cfg;
+    if (cfg->cc)
+        e->cc = *cfg->cc;
+    e->cfg.cc = NULL; /* the copy is e->cc */
     sr_engine_hold_acks(e, true);
     e->cfg.max_qp = DEF(cfg->max_qp, DEF_MAX_QP);
     e->cfg.max_cq = DEF(cfg->max_cq, DEF_MAX_CQ);
@@ -799,6 +802,7 @@ void sr_engine_advance(struct sr_engine *e, uint64_t now_ns)
             continue;
         }
         if (d <= now_ns) {
+            sr_cong_advance(qp, now_ns);
             sr_resp_ack_first(qp, SR_ACK_EV_TIMER, now_ns);
             sr_comp_apply(qp, sr_comp_timer(qp, now_ns), now_ns);
         }
@@ -827,6 +831,12 @@ void sr_comp_apply(struct sr_qp *qp, struct sr_comp_next n, uint64_t now_ns)
 void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uint8_t *src_gid,
                   uint64_t now_ns)
 {
+    sr_engine_rx_ecn(e, buf, len, src_gid, false, now_ns);
+}
+
+void sr_engine_rx_ecn(struct sr_engine *e, const uint8_t *buf, size_t len, const uint8_t *src_gid,
+                      bool ce, uint64_t now_ns)
+{
     e->now_ns = now_ns;
     e->stats.rx_pkts++;
     e->stats.rx_bytes += len;
@@ -845,6 +855,10 @@ void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uin
     /* Length errors leave pkt decoded: the responder NAKs them. */
     if (err < 0 && err != SR_ERR_WIRE_MTU && err != SR_ERR_WIRE_SEGMENT) {
         e->stats.rx_drop_malformed++;
+        return;
+    }
+    if (pkt.bth.opcode == SR_OP_CNP) { /* RoCEv2 CNP, Annex A17.9: congestion.c */
+        sr_cong_cnp_rx(qp, src_gid, now_ns);
         return;
     }
     uint8_t transport = SR_OPCODE_TRANSPORT(pkt.bth.opcode);
@@ -875,6 +889,8 @@ void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uin
             e->stats.rx_drop_other++;
         return;
     }
+    if (ce && !(info->flags & SR_OPF_RESPONSE))
+        sr_cong_ce_rx(qp, &pkt, src_gid, now_ns); /* DCQCN's notification point */
     if (info->flags & SR_OPF_RESPONSE) {
         if (err < 0) {
             e->stats.rx_drop_malformed++;

@@ -20,6 +20,7 @@
 #include "ack.h"
 #include "paths.h"
 #include "bulk.h"
+#include "congestion.h"
 #include "rtt.h"
 #include "sr_engine.h"
 #include "sr_util.h"
@@ -230,6 +231,8 @@ struct sr_qp {
         uint32_t replay_next;
     } resp;
 
+    struct sr_qp_cong cong; /* congestion control (congestion.h) */
+
     struct sr_qp *active_next, *active_prev; /* on eng->active while timers may run */
     bool active;
     /* destroyed, lingering to re-acknowledge the peer's retransmissions (a
@@ -262,6 +265,7 @@ struct sr_engine {
     uint32_t zombies;
     bool fence_due;           /* queued READ response payload: fence before writing memory */
     struct sr_ack_policy ack; /* hold delays in force (sr_engine_hold_acks) */
+    struct sr_cc_cfg cc;      /* cfg.cc's copy (all zero: none) */
     /* The now_ns of the public call being handled (the latest one for
      * calls that take none): what sr_cq_push stamps completions with, so
      * that the modules that generate them need no time argument. */

@@ -197,6 +197,7 @@ int sr_qp_create(struct sr_pd *pd, const struct sr_qp_init_attr *ia, struct sr_q
     qp->qpn = SR_QPN_BASE + idx;
     qp->src_port = (uint16_t)(0xc000 | (qp->qpn & 0x3fff));
     qp->comp.deadline = SR_NO_DEADLINE;
+    sr_cong_init(qp, e->now_ns);
     if (pd)
         pd->refcnt++;
     if (qp->send_cq) {
@@ -568,6 +569,7 @@ static void reset_qp(struct sr_qp *qp)
     memset(&qp->req, 0, sizeof(qp->req));
     memset(&qp->comp, 0, sizeof(qp->comp));
     qp->comp.deadline = SR_NO_DEADLINE;
+    sr_cong_init(qp, qp->eng->now_ns);
     uint8_t *rbuf = qp->resp.rwqe_buf;
     memset(&qp->resp, 0, sizeof(qp->resp));
     qp->resp.rwqe_buf = rbuf;

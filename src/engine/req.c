@@ -321,6 +321,7 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
     uint32_t window = qp->eng->cfg.window_pkts;
     if (qp->req.rec_wnd && qp->req.rec_wnd < window)
         window = qp->req.rec_wnd;
+    window = sr_cong_window(qp, window);
     bool sent = false, local_done = false;
     while (qp->req.cur != qp->sq_tail && qp->attr.qp_state == s) {
         struct sr_swqe *w = sr_sq_at(qp, qp->req.cur);
@@ -375,9 +376,12 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
             }
             shape_wqe(qp, w);
         }
+        if (sr_cong_gate(qp, w, now_ns))
+            break; /* paced: resumes at its deadline (congestion.c) */
         uint32_t used = send_one(qp, w, window, now_ns, false);
         if (!used)
             return; /* the WQE failed; the QP left RTS */
+        sr_cong_sent(qp, now_ns);
         sent = true;
         qp->req.cur_psn = sr_psn_add(qp->req.cur_psn, used);
         if (qp->req.cur_psn == sr_psn_add(w->first_psn, w->npkts)) {

@@ -34,6 +34,7 @@ struct sr_srq;
 struct sr_xrcd;
 struct sr_mw;
 struct sr_bulk_seg; /* sr_bulk.h */
+struct sr_cc_cfg;
 
 /* ---- values shared with verbs (same numbers as IBV_*) ---- */
 enum sr_qp_type {
@@ -410,6 +411,10 @@ struct sr_engine_cfg {
     bool bulk_read;
     int (*bulk_copy)(void *ctx, uint64_t peer, bool to_peer, const struct sr_bulk_seg *local,
                      uint32_t local_cnt, const struct sr_bulk_seg *remote, uint32_t remote_cnt);
+    /* Optional, copied: congestion control of every QP (src/cc/sr_cc.h,
+     * docs/CONGESTION.md): the algorithm, its parameters and the
+     * notification point's CNP spacing. NULL: none. */
+    const struct sr_cc_cfg *cc;
     struct sr_engine_ops ops;
     void *ops_ctx;
 };
@@ -428,6 +433,9 @@ struct sr_engine_stats {
     uint64_t err_naks_sent, err_naks_rcvd;
     uint64_t atomics_executed;
     uint64_t probes; /* tail-loss probes (not transport timeouts; rtt.h) */
+    /* congestion control: CE-marked requests received (sr_engine_rx_ecn),
+     * CNPs sent for them, CNPs received */
+    uint64_t rx_ce, cnps_sent, cnps_rcvd;
 };
 
 /* ---- device ---- */
@@ -440,6 +448,16 @@ const uint8_t *sr_engine_gid(const struct sr_engine *e);
  * buf runs from the BTH through the ICRC. */
 void sr_engine_rx(struct sr_engine *e, const uint8_t *buf, size_t len, const uint8_t *src_gid,
                   uint64_t now_ns);
+/* The same, for a driver that knows the datagram's IP ECN field: ce when
+ * it was Congestion Experienced (RFC 3168 5), which the notification point
+ * may answer with a CNP (docs/CONGESTION.md). sr_engine_rx is this with
+ * ce false. */
+void sr_engine_rx_ecn(struct sr_engine *e, const uint8_t *buf, size_t len, const uint8_t *src_gid,
+                      bool ce, uint64_t now_ns);
+/* Congestion control state of a QP, for tests and tools: the pacing rate
+ * (0: not paced) and window (0: the engine's) its controller decides. */
+uint64_t sr_qp_cc_rate_bps(const struct sr_qp *qp);
+uint64_t sr_qp_cc_window_bytes(const struct sr_qp *qp);
 /* How long ACKs may be held from now on: cfg.ack_delay_ns (the default;
  * 10 x as long on a QP whose last held ACK left with a request, one that
  * answers, and at most a quarter of its retransmission timeout), or, while

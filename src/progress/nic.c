@@ -202,6 +202,16 @@ static void nic_shm_rx(void *arg, const uint8_t *pkt, size_t len, const uint8_t 
     nic_flush_out(nic);
 }
 
+/* From the UDP socket: with the datagram's ECN field, whose CE mark the
+ * engine's notification point answers (docs/CONGESTION.md). */
+static void nic_rx_udp(void *arg, const uint8_t *pkt, size_t len, const uint8_t *src_gid)
+{
+    struct sr_nic *nic = arg;
+    if (++nic->rx_ticks % RX_CLOCK_PKTS == 0)
+        nic->now = sr_nic_now();
+    sr_engine_rx_ecn(nic->eng, pkt, len, src_gid, sr_udp_rx_ecn(nic->udp) == 3, nic->now);
+}
+
 static bool nic_app_waits(struct sr_nic *nic)
 {
     return atomic_load_explicit(&nic->app_waiting, memory_order_relaxed) != 0;
@@ -219,8 +229,8 @@ static int nic_pass(struct sr_nic *nic, bool ours)
         bool skip = nic->udp_idle >= UDP_IDLE_PASSES && nic->shm && sr_shm_active(nic->shm) &&
                     ++nic->udp_skips % UDP_SKIP != 0;
         int n = skip   ? 0
-                : ours ? sr_udp_recv(nic->udp, nic_rx, nic, RX_BATCH)
-                       : sr_udp_poll(nic->udp, nic_rx, nic, RX_BATCH);
+                : ours ? sr_udp_recv(nic->udp, nic_rx_udp, nic, RX_BATCH)
+                       : sr_udp_poll(nic->udp, nic_rx_udp, nic, RX_BATCH);
         if (!skip)
             nic->udp_idle = n > 0 ? 0 : SR_MIN(nic->udp_idle + 1, UDP_IDLE_PASSES);
         int m = nic->shm ? sr_shm_recv(nic->shm, nic_shm_rx, nic, RX_BATCH) : 0;

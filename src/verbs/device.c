@@ -159,6 +159,15 @@ static void parse_config(struct sv_config *c)
     c->shm_bulk = env_us("SOFTRDMA_SHM_BULK", SR_NIC_SHM_BULK_DEFAULT, 1u << 31);
     const char *br = getenv("SOFTRDMA_SHM_BULK_READ");
     c->shm_bulk_read = br && strcmp(br, "1") == 0;
+    /* SOFTRDMA_CC: congestion control (docs/CONGESTION.md); a bad value
+     * is reported and leaves it off */
+    sr_cc_cfg_default(&c->cc, 0);
+    const char *cc = getenv("SOFTRDMA_CC");
+    if (cc && *cc) {
+        char why[160];
+        if (sr_cc_parse(cc, &c->cc, why, sizeof(why)))
+            fprintf(stderr, "softrdma: %s; congestion control off\n", why);
+    }
     const char *m = getenv("SOFTRDMA_MTU");
     bool mtu_set = false;
     if (m && *m) {
@@ -268,6 +277,8 @@ int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_n
         cfg.engine.path_burst = dev->cfg.path_burst;
         cfg.engine.paths_seed = (uint64_t)getpid();
         cfg.udp.paths = dev->cfg.paths;
+        cfg.engine.cc = &dev->cfg.cc;
+        cfg.udp.ecn = dev->cfg.cc.algo != SR_CC_NONE; /* ECT(0) only if it reacts */
         err = sr_nic_open(&cfg, &dev->nic);
         if (!err) {
             memcpy(dev->gid, sr_nic_gid(dev->nic), 16);
@@ -324,6 +335,10 @@ static void print_stats(struct sv_device *dev)
             (unsigned long long)m.tx_pkts, (unsigned long long)m.rx_pkts,
             (unsigned long long)m.tx_drops, (unsigned long long)m.tx_bells,
             (unsigned long long)m.rx_bad, m.peers);
+    if (dev->cfg.cc.algo != SR_CC_NONE) /* SOFTRDMA_CC: docs/CONGESTION.md */
+        fprintf(stderr, "softrdma: cc algo=%s rx_ce=%llu cnps_sent=%llu cnps_rcvd=%llu\n",
+                sr_cc_algo_name(dev->cfg.cc.algo), (unsigned long long)e.rx_ce,
+                (unsigned long long)e.cnps_sent, (unsigned long long)e.cnps_rcvd);
 }
 
 /* Most verbs programs exit with the device open: its mailbox must not

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <sys/types.h>
 
+#include "sr_cc.h"
 #include "sr_engine.h"
 #include "sr_nic.h"
 #include "sr_util.h"
@@ -38,6 +39,7 @@ struct sv_config {
     uint8_t path_burst;  /* SOFTRDMA_PATH_BURST: new packets per choice of path */
     uint32_t shm_bulk;   /* SOFTRDMA_SHM_BULK: smallest message by reference; 0: none */
     bool shm_bulk_read;  /* SOFTRDMA_SHM_BULK_READ=1: READs by reference too */
+    struct sr_cc_cfg cc; /* SOFTRDMA_CC (docs/CONGESTION.md) */
 };
 
 /* live.c: the set of live objects by address, so that the control path

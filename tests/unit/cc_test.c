@@ -608,6 +608,21 @@ static void test_pacer(void)
     t = sr_cc_pacer_allowed(&pc, t);
     sr_cc_pacer_sent(&pc, 4096, t);
     SR_CHECK_EQ(sr_cc_pacer_allowed(&pc, t), 10000000 + 3277 + 32768);
+
+    /* A clock of 300 days of uptime (past 2^64 picoseconds): the same gaps. */
+    struct sr_cc_pacer late = {0};
+    sr_cc_pacer_set_rate(&late, 10000000000ull);
+    uint64_t t0 = 300ull * 86400 * 1000000000ull;
+    sr_cc_pacer_sent(&late, 4096, t0);
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&late, t0), t0 + 3277);
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&late, t0 + 3277), 0);
+    t = t0;
+    for (int i = 1; i < 1000; i++) {
+        t = sr_cc_pacer_allowed(&late, t);
+        SR_CHECK(t > t0);
+        sr_cc_pacer_sent(&late, 4096, t);
+    }
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&late, t), t0 + 3276800);
 }
 
 /* ---- parser ---- */

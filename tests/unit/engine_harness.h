@@ -41,6 +41,7 @@ struct h_cfg {
     bool (*trains_to)(void *ctx, const uint8_t *dgid);          /* sr_engine_cfg.trains_to */
     bool whole_writes;                                          /* sr_engine_cfg.whole_writes */
     bool (*mem_ok)(const void *addr, uint64_t len, bool write); /* sr_engine_cfg.mem_ok */
+    const struct sr_cc_cfg *cc;                                 /* sr_engine_cfg.cc */
 };
 
 struct h_node_ctx {
@@ -210,7 +211,8 @@ static void h_init_cfg(struct harness *h, const struct h_cfg *c)
             .whole_writes = c->whole_writes,
             .window_pkts = c->window,
             .ack_delay_ns = c->ack_delay_ns,
-            .mem_ok = c->mem_ok};
+            .mem_ok = c->mem_ok,
+            .cc = c->cc};
         h_gid(cfg.gid, i);
         SR_CHECK_EQ(sr_engine_create(&cfg, &h->eng[i]), 0);
     }

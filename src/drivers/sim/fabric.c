@@ -763,18 +763,20 @@ static void fab_host_rx(struct sr_fabric *f, struct fab_host *h, struct fab_pkt 
     }
     uint8_t src[16];
     fab_host_addr(fab_addr_host(pkt + 12), src);
+    /* CE (RFC 3168 5) in the IPv4 TOS: DCQCN's notification point */
+    bool ce = (pkt[1] & 3) == 3;
     uint32_t payload = p->len - p->hdr_len;
     if (f->cfg.sample_ns && payload > SR_ICRC_LEN) {
         /* Delivered = the engine kept it: none of its discard counters
          * (out of sequence after a NAK, duplicate, ...) moved. */
         struct sr_engine_stats a, b;
         sr_engine_stats(h->eng, &a);
-        sr_engine_rx(h->eng, pkt + FAB_L3_LEN, p->len - FAB_L3_LEN, src, f->now_ns);
+        sr_engine_rx_ecn(h->eng, pkt + FAB_L3_LEN, p->len - FAB_L3_LEN, src, ce, f->now_ns);
         sr_engine_stats(h->eng, &b);
         if (fab_discards(&a) == fab_discards(&b))
             fab_sample(f, payload - SR_ICRC_LEN);
     } else {
-        sr_engine_rx(h->eng, pkt + FAB_L3_LEN, p->len - FAB_L3_LEN, src, f->now_ns);
+        sr_engine_rx_ecn(h->eng, pkt + FAB_L3_LEN, p->len - FAB_L3_LEN, src, ce, f->now_ns);
     }
     fab_host_poll(f, h);
     fab_host_refresh(f, h);

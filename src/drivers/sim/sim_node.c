@@ -75,6 +75,8 @@ static void node_rx(void *ctx, const uint8_t *pkt, size_t len, uint64_t now_ns)
     }
     uint8_t src[16];
     size_t l3;
+    /* the ECN field (RFC 3168 5), the low bits of the TOS or traffic class */
+    bool ce = ((pkt[0] >> 4) == 4 ? pkt[1] : pkt[1] >> 4) % 4 == 3;
     if ((pkt[0] >> 4) == 4) {
         memcpy(src, v4_prefix, 12);
         memcpy(src + 12, pkt + 12, 4);
@@ -88,7 +90,7 @@ static void node_rx(void *ctx, const uint8_t *pkt, size_t len, uint64_t now_ns)
         return;
     }
     l3 += SR_UDP_HDR_LEN;
-    sr_engine_rx(n->eng, pkt + l3, len - l3, src, now_ns);
+    sr_engine_rx_ecn(n->eng, pkt + l3, len - l3, src, ce, now_ns);
 }
 
 static uint64_t node_deadline(void *ctx)

@@ -64,6 +64,10 @@ struct sr_udp_cfg {
      * UDP source port, the flow entropy ECMP hashes. 0 or 1: the bound
      * socket only. The others only send: peers send to port 4791. */
     uint8_t paths;
+    /* ECN (RFC 3168): send every datagram ECT(0) and read each received
+     * datagram's ECN field (sr_udp_rx_ecn). For congestion control: a
+     * sender marks itself ECN-capable only when it reacts to CNPs. */
+    bool ecn;
 };
 
 /* Open and bind the device's socket. *out is set only on success. */
@@ -96,6 +100,13 @@ int sr_udp_send(struct sr_udp *u, const struct sr_tx_pkt *t);
  * point into the driver's buffers and are valid only during the call. The
  * callback may call sr_udp_send but not sr_udp_recv or sr_udp_close. */
 typedef void (*sr_udp_rx_fn)(void *arg, const uint8_t *pkt, size_t len, const uint8_t *src_gid);
+
+/* In an sr_udp_rx_fn callback: the IP ECN field of the datagram being
+ * delivered (RFC 3168 5: 0 not-ECT, 1 ECT(1), 2 ECT(0), 3 CE); 0 when
+ * cfg.ecn is off. Every datagram of one GRO batch has the same: the
+ * kernel does not merge datagrams whose TOS or traffic class differ
+ * (inet_gro_receive, ipv6_gro_receive). */
+uint8_t sr_udp_rx_ecn(const struct sr_udp *u);
 
 /* Read up to max datagrams without blocking (recvmmsg, SR_UDP_BATCH at a
  * time), check each one's length and ICRC, and hand the valid ones to cb in

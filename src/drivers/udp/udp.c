@@ -103,6 +103,7 @@ struct udp_held {
     uint64_t release_ns;
     union udp_sa name;
     uint32_t len;
+    uint8_t ecn;   /* its IP ECN field (sr_udp_rx_ecn) */
     uint8_t *slot; /* UDP_RX_DATA bytes */
 };
 
@@ -170,9 +171,11 @@ struct sr_udp {
     struct iovec rx_iov[SR_UDP_BATCH];
     union udp_sa rx_name[SR_UDP_BATCH];
     union {
-        char buf[CMSG_SPACE(sizeof(int))];
+        char buf[2 * CMSG_SPACE(sizeof(int))]; /* UDP_GRO; IP_TOS or IPV6_TCLASS */
         struct cmsghdr align;
     } rx_ctl[SR_UDP_BATCH];
+    bool ecn;       /* cfg.ecn */
+    uint8_t rx_ecn; /* the ECN field of the datagram being delivered */
     /* queued sends (sr_udp_queue), flushed with one sendmmsg */
     struct udp_txpkt *txp; /* SR_UDP_BATCH packets */
     struct udp_txmsg *txm; /* SR_UDP_BATCH messages */
@@ -356,6 +359,20 @@ err_close:;
     return -1;
 }
 
+/* ECN (RFC 3168 5): every datagram leaves ECT(0), the codepoint RoCEv2
+ * congestion control uses (IBA Annex A17.9), and each received one
+ * reports its TOS or traffic class, whose low two bits are the ECN field.
+ * The TOS's upper six bits (DSCP) stay 0. */
+static int udp_ecn_setup(int fd, bool ipv6)
+{
+    int ect0 = 0x02, on = 1;
+    int r = ipv6 ? setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &ect0, sizeof(ect0)) |
+                       setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &on, sizeof(on))
+                 : setsockopt(fd, IPPROTO_IP, IP_TOS, &ect0, sizeof(ect0)) |
+                       setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof(on));
+    return r ? udp_err(errno) : 0;
+}
+
 static int udp_bind(int fd, bool ipv6, const uint8_t *gid, uint16_t port)
 {
     union udp_sa sa;
@@ -470,6 +487,12 @@ int sr_udp_open(const struct sr_udp_cfg *cfg, struct sr_udp **out)
     int off = 0, on = 1;
     u->gso = !cfg->no_gso && setsockopt(u->fd, SOL_UDP, UDP_SEGMENT, &off, sizeof(off)) == 0;
     u->gro = !cfg->no_gro && setsockopt(u->fd, SOL_UDP, UDP_GRO, &on, sizeof(on)) == 0;
+    if (cfg->ecn) {
+        err = udp_ecn_setup(u->fd, ipv6);
+        if (err)
+            goto err_close;
+        u->ecn = true;
+    }
     /* Large slots only cost address space: a datagram touches the pages it
      * fills. */
     u->rx_slot = u->gro ? UDP_RX_GRO : UDP_RX_DATA;
@@ -940,6 +963,7 @@ static void udp_hold(struct sr_udp *u, const uint8_t *pkt, size_t len, const uni
     struct udp_held *h = &u->held[u->held_cnt++];
     memcpy(h->slot, pkt, len);
     h->len = (uint32_t)len;
+    h->ecn = u->rx_ecn;
     h->name = *name;
     h->release_ns = release_ns;
 }
@@ -993,6 +1017,7 @@ static void udp_release_held(struct sr_udp *u, sr_udp_rx_fn cb, void *arg)
         /* swap-remove; the slot buffer moves with its entry */
         u->held[best] = u->held[--u->held_cnt];
         u->held[u->held_cnt] = h;
+        u->rx_ecn = h.ecn;
         udp_rx_deliver(u, h.slot, h.len, &h.name, cb, arg);
     }
 }
@@ -1040,6 +1065,29 @@ static void udp_rx_msg(struct sr_udp *u, uint8_t *pkt, size_t len, size_t gro,
     } while ((off += seg) < len);
 }
 
+/* The ECN field of a received message (IP_TOS or IPV6_TCLASS control
+ * message; RFC 3168 5), or 0 without one. IPv4's is one byte, IPv6's an
+ * int (ip(7), ipv6(7)). */
+static uint8_t udp_ecn_of(struct msghdr *mh)
+{
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+        if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_TOS && cm->cmsg_len >= CMSG_LEN(1))
+            return *(const uint8_t *)CMSG_DATA(cm) & 3;
+        if (cm->cmsg_level == IPPROTO_IPV6 && cm->cmsg_type == IPV6_TCLASS &&
+            cm->cmsg_len >= CMSG_LEN(sizeof(int))) {
+            int tc;
+            memcpy(&tc, CMSG_DATA(cm), sizeof(tc));
+            return (uint8_t)(tc & 3);
+        }
+    }
+    return 0;
+}
+
+uint8_t sr_udp_rx_ecn(const struct sr_udp *u)
+{
+    return u->rx_ecn;
+}
+
 static void udp_rx_one(struct sr_udp *u, int i, sr_udp_rx_fn cb, void *arg)
 {
     struct mmsghdr *m = &u->rx_msg[i];
@@ -1047,6 +1095,8 @@ static void udp_rx_one(struct sr_udp *u, int i, sr_udp_rx_fn cb, void *arg)
         u->stats.rx_long_drops++;
         return;
     }
+    if (u->ecn)
+        u->rx_ecn = udp_ecn_of(&m->msg_hdr); /* one for a whole GRO batch (sr_udp.h) */
     int g = u->gro ? udp_gro_size(&m->msg_hdr) : 0;
     udp_rx_msg(u, u->rx_iov[i].iov_base, m->msg_len, g > 0 ? (size_t)g : 0, &u->rx_name[i], cb,
                arg);
@@ -1060,6 +1110,7 @@ int sr_udp_rx_inject(struct sr_udp *u, uint8_t *buf, size_t len, size_t gro, con
     union udp_sa name;
     socklen_t salen;
     sa_from_gid(&name, &salen, u->ipv6, src_gid, src_port);
+    u->rx_ecn = 0;
     udp_rx_msg(u, buf, len, gro, &name, cb, arg);
     return 0;
 }
@@ -1078,7 +1129,7 @@ static int udp_recv(struct sr_udp *u, sr_udp_rx_fn cb, void *arg, int max, bool 
             /* The kernel overwrites both on every call. */
             u->rx_msg[i].msg_hdr.msg_namelen = sizeof(u->rx_name[i]);
             u->rx_msg[i].msg_hdr.msg_flags = 0;
-            if (u->gro) {
+            if (u->gro || u->ecn) {
                 u->rx_msg[i].msg_hdr.msg_control = u->rx_ctl[i].buf;
                 u->rx_msg[i].msg_hdr.msg_controllen = sizeof(u->rx_ctl[i].buf);
             }

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# DCQCN end to end through srdma-switch: the incast of switch_perftest.sh
+# (two unmodified ib_write_bw -D 2 from h0 and h1 into h2, UDP, a 1 Gb/s
+# egress with a 64 KiB buffer, where without congestion control a QP ends
+# in IBV_WC_RETRY_EXC_ERR about one run in four), now with
+# SOFTRDMA_CC=dcqcn on every host and the switch marking ECN (RED, Kmin
+# 8 KiB, Kmax 48 KiB). Checks: every perftest exits 0, the switch marked
+# softrdma's packets (they are ECT(0)), the receiver's devices sent CNPs and
+# the senders' got them (SOFTRDMA_STATS' cc line), and the goodput stays
+# within the bottleneck with both senders moving data.
+#   switch_dcqcn.sh LIBDIR SWITCH PORT
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/switch_lib.sh"
+libdir=$1 swbin=$2 port=$3
+out=$(mktemp -d)
+SW_PID=
+trap 'sw_stop; sw_del; rm -rf "$out"' EXIT
+command -v ib_write_bw >/dev/null || { echo "SKIP: ib_write_bw not found"; exit $SKIP; }
+sw_topology 3
+
+host() {
+  local i=$1 a=$2
+  shift 2
+  ip netns exec "${HOST_NS[$i]}" env SOFTRDMA_SHM=0 SOFTRDMA_ADDR="$a" SOFTRDMA_STATS=1 \
+    SOFTRDMA_CC=dcqcn,line_rate_mbps=1000 LD_LIBRARY_PATH="$libdir" "$@"
+}
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+sw_start "$swbin" "$out/sw" --rate 1G --buffer 64K --kmin 8K --kmax 48K --pmax 0.2
+p1=$port p2=$((port + 1))
+host 2 "${HOST_ADDR[2]}" timeout 30 ib_write_bw -D 2 -s 65536 --report_gbits -p $p1 >"$out/srv1" 2>&1 &
+s1=$!
+host 2 "${HOST_ADDR2[2]}" timeout 30 ib_write_bw -D 2 -s 65536 --report_gbits -p $p2 >"$out/srv2" 2>&1 &
+s2=$!
+sr_wait_listen $p1 ip netns exec "${HOST_NS[2]}" && sr_wait_listen $p2 ip netns exec "${HOST_NS[2]}" ||
+  { echo "FAIL: servers not listening"; cat "$out/srv1" "$out/srv2"; exit 1; }
+host 0 "${HOST_ADDR[0]}" timeout 30 ib_write_bw -D 2 -s 65536 --report_gbits -p $p1 "${HOST_ADDR[2]}" >"$out/cli1" 2>&1 &
+c1=$!
+host 1 "${HOST_ADDR[1]}" timeout 30 ib_write_bw -D 2 -s 65536 --report_gbits -p $p2 "${HOST_ADDR2[2]}" >"$out/cli2" 2>&1 &
+c2=$!
+rcs=
+for p in $c1 $c2 $s1 $s2; do
+  wait $p
+  rcs="$rcs $?"
+done
+sw_stop
+for f in cli1 cli2 srv1 srv2; do echo "--- $f"; grep -E "65536|softrdma: (cc|stats)|error|status" "$out/$f"; done
+echo "--- switch"; cat "$out/sw"
+[ "$rcs" = " 0 0 0 0" ] || fail "perftest exit codes (cli1 cli2 srv1 srv2):$rcs"
+cc() { sed -n "s/^softrdma: cc .* $2=\([0-9]*\).*/\1/p" "$out/$1" | head -1; }
+sent=$(($(cc srv1 cnps_sent) + $(cc srv2 cnps_sent)))
+rcvd=$(($(cc cli1 cnps_rcvd) + $(cc cli2 cnps_rcvd)))
+marks=$(sw_counter "$out/sw" 2 marks)
+drops=$(sw_counter "$out/sw" 2 drops)
+echo "marks=${marks:-0} drops=${drops:-0} cnps_sent=$sent cnps_rcvd=$rcvd"
+[ "${marks:-0}" -gt 0 ] || fail "the switch marked nothing: softrdma's packets were not ECT"
+[ "$sent" -gt 0 ] || fail "the receivers sent no CNPs"
+[ "$rcvd" -gt 0 ] || fail "the senders received no CNPs"
+g1=$(awk '$1 == 65536 { print $4 }' "$out/cli1")
+g2=$(awk '$1 == 65536 { print $4 }' "$out/cli2")
+if [ -z "$g1" ] || [ -z "$g2" ]; then
+  fail "no result line from a client"
+else
+  echo "goodput: $g1 + $g2 Gb/s through a 1 Gb/s bottleneck"
+  awk -v a="$g1" -v b="$g2" 'BEGIN { exit !(a + b <= 1.05 && a > 0 && b > 0) }' ||
+    fail "goodput $g1 + $g2 Gb/s: above the bottleneck, or a sender moved nothing"
+fi
+[ $fails -eq 0 ] || { echo "FAIL: $fails check(s) failed"; exit 1; }
+echo PASS
