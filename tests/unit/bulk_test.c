@@ -179,8 +179,11 @@ static void setup(uint8_t retry_cnt)
     T.q = calloc(QCAP, sizeof(*T.q));
     for (int i = 0; i < 2; i++) {
         T.id[i] = i;
-        struct sr_engine_cfg c = {
-            .ops = {.tx = t_tx}, .ops_ctx = &T.id[i], .bulk_to = t_bulk_to, .bulk_copy = t_copy, .bulk_read = true};
+        struct sr_engine_cfg c = {.ops = {.tx = t_tx},
+                                  .ops_ctx = &T.id[i],
+                                  .bulk_to = t_bulk_to,
+                                  .bulk_copy = t_copy,
+                                  .bulk_read = true};
         gid_of(c.gid, i);
         SR_CHECK_EQ(sr_engine_create(&c, &T.eng[i]), 0);
         T.buf[i] = malloc(MEM + 2 * GUARD);
