@@ -17,7 +17,13 @@
  *   - ibv_rc_pingpong's exchange, where tail losses wait for the timer.
  *
  * Seeded, simulated time only; nothing depends on the wall clock.
- * LOSS_SCN_SEEDS=k runs k times the seeds. */
+ * LOSS_SCN_SEEDS=k runs k times the seeds.
+ *
+ *   loss_scenarios [std|sack|sack-std|std-sack]
+ * runs every scenario with both nodes standard go-back-N RoCEv2 devices
+ * (std, the default), both with selective recovery (sack), or one of each
+ * (node 0, the first named, sends the bulk of the requests). Mixed pairs
+ * must never exchange a SACK; sack pairs must have used them. */
 #include "scn.h"
 
 #include <inttypes.h>
@@ -29,6 +35,21 @@ static const uint64_t MAX_NS = 2000ull * MS; /* 2 s simulated: dozens of retry b
 /* LOSS_SCN_SEEDS=k runs every scenario with k times as many seeds (a
  * sweep by hand; ctest runs k = 1). */
 static uint64_t seed_mult = 1;
+
+/* Each node's selective recovery (argv[1]), for every row. */
+static bool sack_mode[2];
+static struct {
+    uint64_t sacks, stored, resends;
+} sack_tot;
+
+static void lscn_init(struct scn *s, const struct scn_cfg *c)
+{
+    struct scn_cfg cc = *c;
+    cc.sack[0] = sack_mode[0];
+    cc.sack[1] = sack_mode[1];
+    scn_init(s, &cc);
+}
+#define scn_init lscn_init
 
 /* What the wires did over all rows, printed at the end and checked per
  * scenario: a scenario whose faults never fired proves nothing. */
@@ -45,6 +66,20 @@ static void row_done(struct scn *s)
     tot.dropped += dropped;
     tot.delayed += s->delayed[0] + s->delayed[1];
     tot.duplicated += s->duplicated[0] + s->duplicated[1];
+    for (int i = 0; i < 2; i++) {
+        struct sr_engine_stats st;
+        scn_stats(s, i, &st);
+        sack_tot.sacks += st.sacks_sent;
+        sack_tot.stored += st.ooo_stored;
+        sack_tot.resends += st.sack_resends;
+        if (!sack_mode[0] || !sack_mode[1]) {
+            /* a standard peer never gets a SACK, nor keeps out of order */
+            SR_CHECK_EQ(st.sacks_sent, 0);
+            SR_CHECK_EQ(st.sacks_rcvd, 0);
+            SR_CHECK_EQ(st.ooo_stored, 0);
+        }
+        SR_CHECK_EQ(st.sack_bad, 0); /* a softrdma peer's SACKs are all well-formed */
+    }
     scn_fini(s);
 }
 
@@ -929,8 +964,19 @@ static void test_checks_can_fail(void)
     scn_fini(&s);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    const char *mode = argc > 1 ? argv[1] : "std";
+    if (!strcmp(mode, "sack")) {
+        sack_mode[0] = sack_mode[1] = true;
+    } else if (!strcmp(mode, "sack-std")) {
+        sack_mode[0] = true;
+    } else if (!strcmp(mode, "std-sack")) {
+        sack_mode[1] = true;
+    } else if (strcmp(mode, "std")) {
+        fprintf(stderr, "usage: loss_scenarios [std|sack|sack-std|std-sack]\n");
+        return 2;
+    }
     const char *k = getenv("LOSS_SCN_SEEDS");
     if (k && strtoull(k, NULL, 10) > 0)
         seed_mult = strtoull(k, NULL, 10);
@@ -948,5 +994,12 @@ int main(void)
     printf("wire: %" PRIu64 " rows, %" PRIu64 " packets, %" PRIu64 " dropped, %" PRIu64
            " delayed, %" PRIu64 " duplicated\n",
            tot.rows, tot.sent, tot.dropped, tot.delayed, tot.duplicated);
+    printf("selective recovery (%s): %" PRIu64 " SACKs, %" PRIu64
+           " requests kept out of order, %" PRIu64 " selective resends\n",
+           mode, sack_tot.sacks, sack_tot.stored, sack_tot.resends);
+    if (sack_mode[0] && sack_mode[1]) {
+        sr_test_ctx = "sack pairs used selective recovery";
+        SR_CHECK(sack_tot.sacks > 0 && sack_tot.stored > 0 && sack_tot.resends > 0);
+    }
     return SR_TEST_RESULT();
 }
