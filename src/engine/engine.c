@@ -93,6 +93,7 @@ void sr_engine_destroy(struct sr_engine *e)
         if (e->qps[i])
             sr_qp_destroy(e->qps[i]);
     sr_mw_free_all(e);
+    sr_ooo_engine_fini(e);
     if (e->gsi)
         sr_qp_destroy(e->gsi);
     for (uint32_t i = 0; i < e->cfg.max_mr; i++)

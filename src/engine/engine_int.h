@@ -266,7 +266,9 @@ struct sr_engine {
      * calls that take none): what sr_cq_push stamps completions with, so
      * that the modules that generate them need no time argument. */
     uint64_t now_ns;
-    uint64_t ooo_bytes; /* held by every QP's out-of-order store (ooo.c) */
+    uint64_t ooo_bytes;    /* held by every QP's out-of-order store (ooo.c) */
+    uint8_t *sack_ring;    /* SACK bitmaps in flight to the driver (ooo.c) */
+    uint32_t sack_ring_at; /* the next one to use */
 };
 
 /* Before the engine writes registered memory: queued packets whose payload

@@ -88,7 +88,12 @@ void sr_ooo_send_sack(struct sr_qp *qp)
     struct sr_ooo *o = qp->resp.ooo;
     uint32_t epsn = qp->resp.epsn;
     uint32_t base = sr_psn_add(epsn, 1);
-    uint8_t bm[SR_SACK_MAX_BITS / 8] = {0};
+    struct sr_engine *e = qp->eng;
+    if (!e->sack_ring && !(e->sack_ring = malloc((size_t)SR_SACK_RING * SR_SACK_MAX_BITS / 8)))
+        return; /* no SACK this time; the requester's probe covers it */
+    uint8_t *bm = e->sack_ring + (size_t)e->sack_ring_at * (SR_SACK_MAX_BITS / 8);
+    e->sack_ring_at = (e->sack_ring_at + 1) % SR_SACK_RING;
+    memset(bm, 0, SR_SACK_MAX_BITS / 8);
     uint32_t top = 0; /* one past the highest bit set */
     int32_t reach = sr_psn_diff(o->hi, epsn);
     uint32_t dmax = reach <= 0 ? 0 : SR_MIN((uint32_t)reach, o->win);
@@ -113,9 +118,25 @@ void sr_ooo_send_sack(struct sr_qp *qp)
     p.sack.base_psn = base;
     p.payload_len = SR_MAX(1u, (top + 63) / 64) * 8;
     struct sr_iov iov = {.base = bm, .len = p.payload_len};
-    qp->eng->stats.sacks_sent++;
+    e->stats.sacks_sent++;
     o->since_sack = 0;
-    sr_engine_tx(qp->eng, qp, &p, &iov, 1, qp->attr.dgid);
+    if (e->sack_ring_at) {
+        sr_engine_tx(e, qp, &p, &iov, 1, qp->attr.dgid);
+        return;
+    }
+    /* The ring wraps: every SACK queued so far leaves before its bitmap
+     * is reused (the flush flag, or the fence, sr_engine_ops). */
+    sr_engine_tx_flush(e, qp, &p, &iov, 1, qp->attr.dgid);
+    if (e->cfg.ops.tx_fence) {
+        e->fence_due = false;
+        e->cfg.ops.tx_fence(e->cfg.ops_ctx);
+    }
+}
+
+void sr_ooo_engine_fini(struct sr_engine *e)
+{
+    free(e->sack_ring);
+    e->sack_ring = NULL;
 }
 
 /* The plain cumulative ACK after a drain emptied the store (IBA 9.7.5.1.1

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 struct sr_qp;
+struct sr_engine;
 struct sr_pkt;
 struct sr_comp_next;
 
@@ -24,7 +25,10 @@ enum { SR_SACK_DUPTHRESH = 3 };
 enum { SR_SACK_RESEND_MAX = 64 };
 /* The responder's window (PSNs past the expected one) and the longest
  * bitmap a SACK carries. */
-enum { SR_OOO_DEF_PKTS = 512, SR_OOO_MAX_PKTS = 1024, SR_SACK_MAX_BITS = SR_OOO_MAX_PKTS };
+enum { SR_OOO_DEF_PKTS = 2048, SR_OOO_MAX_PKTS = 4096, SR_SACK_MAX_BITS = 2048 };
+/* SACK bitmaps waiting in the driver's queue (their payload is referenced
+ * until the packet leaves, sr_engine_ops.tx): a ring per device. */
+enum { SR_SACK_RING = 256 };
 #define SR_OOO_DEF_BYTES (64ull << 20)
 
 /* ---- the scoreboard, pure (PSN arithmetic only; unit-tested alone) ---- */
@@ -87,5 +91,6 @@ void sr_ooo_drain(struct sr_qp *qp, const uint8_t *src_gid, uint64_t now_ns);
 bool sr_ooo_sack_due(const struct sr_qp *qp);
 void sr_ooo_send_sack(struct sr_qp *qp);
 void sr_ooo_free(struct sr_qp *qp);
+void sr_ooo_engine_fini(struct sr_engine *e);
 
 #endif

@@ -383,7 +383,7 @@ struct sr_engine_cfg {
      * default), the device is a standard go-back-N RoCEv2 device: it
      * neither marks nor sends SACKs and drops any it receives. */
     bool sack;
-    uint32_t ooo_pkts;  /* 0: 512; rounded up to a power of two, at most 1024 */
+    uint32_t ooo_pkts;  /* 0: 2048; rounded up to a power of two, at most 4096 */
     uint64_t ooo_bytes; /* 0: 64 MiB */
     struct sr_engine_ops ops;
     void *ops_ctx;
