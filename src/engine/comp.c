@@ -493,6 +493,11 @@ struct sr_comp_next sr_comp_timer(struct sr_qp *qp, uint64_t now_ns)
         return n;
     }
     qp->comp.retry_left--;
+    if (sr_sack_timeout_holes(qp)) {
+        n.act |= SR_COMP_SACK | SR_COMP_SACK_ALL | SR_COMP_RESUME;
+        qp->comp.deadline = now_ns + sr_timeout_ns(qp->attr.timeout);
+        return n;
+    }
     qp->comp.read_retry = false;
     want_rewind(&n, qp->comp.psn);
     n.act |= SR_COMP_RESUME;

@@ -33,9 +33,33 @@ struct sr_ooo {
     uint32_t cnt;
     uint32_t hi;                /* one past the highest PSN a kept request takes */
     uint32_t since_sack;        /* requests kept since the last SACK */
+    uint32_t seen;              /* epsn when the store last looked for stale requests */
     bool draining;              /* sr_ooo_drain is running: no nested drain */
+    uint64_t *held;             /* win bits by PSN & (win - 1): the PSNs kept requests take */
     struct sr_ooo_slot *slot[]; /* by PSN & (win - 1) */
 };
+
+/* The held bits of the PSNs [psn, psn + n). */
+static void held_set(struct sr_ooo *o, uint32_t psn, uint32_t n, bool on)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t b = (psn + k) & (o->win - 1);
+        if (on)
+            o->held[b >> 6] |= 1ull << (b & 63);
+        else
+            o->held[b >> 6] &= ~(1ull << (b & 63));
+    }
+}
+
+/* 64 held bits from position pos on, wrapping around the window. */
+static uint64_t held_word(const struct sr_ooo *o, uint32_t pos)
+{
+    uint32_t nw = o->win / 64, w = (pos & (o->win - 1)) >> 6, sh = pos & 63;
+    uint64_t v = o->held[w] >> sh;
+    if (sh)
+        v |= o->held[(w + 1) % nw] << (64 - sh);
+    return v;
+}
 
 static uint32_t ooo_win(const struct sr_engine *e)
 {
@@ -57,6 +81,7 @@ static void slot_free(struct sr_qp *qp, struct sr_ooo *o, uint32_t i)
     if (!s)
         return;
     qp->eng->ooo_bytes -= s->size;
+    held_set(o, s->pkt.bth.psn, s->span, false);
     o->slot[i] = NULL;
     o->cnt--;
     free(s);
@@ -69,6 +94,7 @@ void sr_ooo_free(struct sr_qp *qp)
         return;
     for (uint32_t i = 0; i < o->win && o->cnt; i++)
         slot_free(qp, o, i);
+    free(o->held);
     free(o);
     qp->resp.ooo = NULL;
 }
@@ -93,20 +119,18 @@ void sr_ooo_send_sack(struct sr_qp *qp)
         return; /* no SACK this time; the requester's probe covers it */
     uint8_t *bm = e->sack_ring + (size_t)e->sack_ring_at * (SR_SACK_MAX_BITS / 8);
     e->sack_ring_at = (e->sack_ring_at + 1) % SR_SACK_RING;
-    memset(bm, 0, SR_SACK_MAX_BITS / 8);
-    uint32_t top = 0; /* one past the highest bit set */
-    int32_t reach = sr_psn_diff(o->hi, epsn);
-    uint32_t dmax = reach <= 0 ? 0 : SR_MIN((uint32_t)reach, o->win);
-    for (uint32_t d = 1; d < dmax; d++) {
-        uint32_t psn = sr_psn_add(epsn, d);
-        struct sr_ooo_slot *s = o->slot[psn & (o->win - 1)];
-        if (!s || s->pkt.bth.psn != psn)
-            continue;
-        for (uint32_t k = 0; k < s->span && d - 1 + k < SR_SACK_MAX_BITS; k++) {
-            uint32_t b = d - 1 + k;
-            bm[b >> 3] |= (uint8_t)(1u << (b & 7));
-            top = SR_MAX(top, b + 1);
-        }
+    /* bits [0, top): the PSNs from base up to the highest one held */
+    int32_t reach = sr_psn_diff(o->hi, base);
+    uint32_t top = reach <= 0 ? 0 : SR_MIN((uint32_t)reach, SR_MIN(o->win - 1, SR_SACK_MAX_BITS));
+    for (uint32_t j = 0; j * 64 < SR_MAX(top, 1u); j++) {
+        uint64_t v = held_word(o, base + j * 64);
+        uint32_t left = top - j * 64;
+        if (top <= j * 64)
+            v = 0;
+        else if (left < 64)
+            v &= (1ull << left) - 1;
+        for (int k = 0; k < 8; k++)
+            bm[j * 8 + k] = (uint8_t)(v >> (8 * k)); /* LSB first (docs/WIRE.md) */
     }
     struct sr_pkt p = {0};
     p.bth.opcode = SR_OP_SACK;
@@ -172,11 +196,15 @@ bool sr_ooo_store(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err)
     struct sr_ooo *o = qp->resp.ooo;
     if (!o) {
         o = calloc(1, sizeof(*o) + win * sizeof(o->slot[0]));
-        if (!o) {
+        if (o)
+            o->held = calloc(win / 64, sizeof(uint64_t));
+        if (!o || !o->held) {
+            free(o);
             e->stats.ooo_overflow++;
             return false;
         }
         o->win = win;
+        o->seen = qp->resp.epsn;
         qp->resp.ooo = o;
     }
     uint32_t i = pkt->bth.psn & (win - 1);
@@ -203,6 +231,7 @@ bool sr_ooo_store(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err)
         memcpy(s->data, pkt->payload, pkt->payload_len);
     s->pkt.payload = s->data;
     o->slot[i] = s;
+    held_set(o, pkt->bth.psn, span, true);
     if (!o->cnt++)
         o->hi = qp->resp.epsn;
     uint32_t end = sr_psn_add(pkt->bth.psn, span);
@@ -240,6 +269,7 @@ void sr_ooo_drain(struct sr_qp *qp, const uint8_t *src_gid, uint64_t now_ns)
         o->slot[i] = NULL;
         o->cnt--;
         qp->eng->ooo_bytes -= s->size;
+        held_set(o, s->pkt.bth.psn, s->span, false);
         qp->eng->stats.ooo_drained++;
         ran = true;
         sr_resp_rx(qp, &s->pkt, 0, src_gid, now_ns);
@@ -248,12 +278,17 @@ void sr_ooo_drain(struct sr_qp *qp, const uint8_t *src_gid, uint64_t now_ns)
     o = qp->resp.ooo; /* an error on the way freed it */
     if (o) {
         o->draining = false;
-        /* requests now before epsn (inside a READ's PSNs) are stale */
-        for (uint32_t j = 0; j < o->win && o->cnt; j++) {
-            struct sr_ooo_slot *s = o->slot[j];
-            if (s && sr_psn_diff(s->pkt.bth.psn, qp->resp.epsn) < 1)
-                slot_free(qp, o, j);
+        /* Requests epsn passed without running them (inside a READ's
+         * PSNs, sent by no correct requester) are stale: dropped, so that
+         * their bits never alias PSNs a window ahead. */
+        int32_t passed = sr_psn_diff(qp->resp.epsn, o->seen);
+        for (int32_t k = 0; k < passed && k < (int32_t)o->win && o->cnt; k++) {
+            uint32_t p = sr_psn_add(o->seen, (uint32_t)k);
+            struct sr_ooo_slot *s = o->slot[p & (o->win - 1)];
+            if (s && s->pkt.bth.psn == p)
+                slot_free(qp, o, p & (o->win - 1));
         }
+        o->seen = qp->resp.epsn;
         if (!o->cnt)
             sr_ooo_free(qp);
     }

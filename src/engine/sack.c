@@ -43,6 +43,7 @@ void sr_sack_sb_reset(struct sr_sack_sb *sb, uint32_t psn)
     memset(sb->bits, 0, sb->cap / 8);
     sb->lo = sb->hi = sb->resent = psn & SR_PSN_MASK;
     sb->cnt = 0;
+    sb->timed_out = false;
 }
 
 void sr_sack_sb_ack(struct sr_sack_sb *sb, uint32_t psn)
@@ -54,6 +55,7 @@ void sr_sack_sb_ack(struct sr_sack_sb *sb, uint32_t psn)
         if (sb->cnt)
             sr_sack_sb_reset(sb, psn);
         sb->lo = sb->hi = psn;
+        sb->timed_out = false;
         if (sr_psn_lt(sb->resent, psn))
             sb->resent = psn;
         return;
@@ -66,6 +68,7 @@ void sr_sack_sb_ack(struct sr_sack_sb *sb, uint32_t psn)
         }
     }
     sb->lo = psn;
+    sb->timed_out = false;
     if (sr_psn_lt(sb->resent, psn))
         sb->resent = psn;
 }
@@ -201,8 +204,29 @@ void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
 
 bool sr_sack_probe_holes(struct sr_qp *qp)
 {
+    /* Marks with no hole below them (the cumulative ACK that covered
+     * them was lost) leave nothing to resend: the ordinary probe then
+     * asks for a fresh acknowledgement. */
     struct sr_sack_sb *sb = qp_sb(qp, false);
-    return sb && sb->cnt;
+    uint32_t h;
+    return sb && sb->cnt && sr_sack_sb_next_hole(sb, sb->lo, sb->hi, &h);
+}
+
+/* A timeout with SACKed PSNs beyond a hole means the peer holds them but
+ * the hole's resend or its answer was lost, or sits behind a long queue
+ * (the round trip outgrew the timer). Resending the holes keeps what the
+ * peer holds; the next expiry without progress still goes back to
+ * comp.psn and discards the marks (RFC 2018 section 8: the receiver may
+ * have reneged). Each expiry consumes retry_cnt as before, so a peer that
+ * lies fails the QP in the same time a silent one does. */
+bool sr_sack_timeout_holes(struct sr_qp *qp)
+{
+    struct sr_sack_sb *sb = qp_sb(qp, false);
+    uint32_t h;
+    if (!sb || !sb->cnt || sb->timed_out || !sr_sack_sb_next_hole(sb, sb->lo, sb->hi, &h))
+        return false;
+    sb->timed_out = true;
+    return true;
 }
 
 void sr_sack_discard(struct sr_qp *qp)

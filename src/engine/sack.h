@@ -38,6 +38,7 @@ struct sr_sack_sb {
     uint32_t hi;     /* one past the highest PSN marked; == lo: none */
     uint32_t cnt;    /* PSNs marked in [lo, hi) */
     uint32_t resent; /* holes before it were resent in this recovery */
+    bool timed_out;  /* a transport timeout since lo last moved */
     uint64_t bits[];
 };
 
@@ -76,6 +77,10 @@ void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all);
 /* The probe timeout passed: true if the scoreboard knows holes, which the
  * probe then resends instead of the last packet. */
 bool sr_sack_probe_holes(struct sr_qp *qp);
+/* The transport timer expired (a retry consumed): true when the holes
+ * alone go again, the marks kept, for the first expiry since the last
+ * cumulative progress; false for go-back-N (the marks are discarded). */
+bool sr_sack_timeout_holes(struct sr_qp *qp);
 /* A go-back-N rewind or timeout: the marks are discarded. */
 void sr_sack_discard(struct sr_qp *qp);
 void sr_sack_free(struct sr_qp *qp);
