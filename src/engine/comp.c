@@ -388,11 +388,13 @@ struct sr_comp_next sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint6
      * ACK may repeat the last acknowledged PSN (comp.psn - 1). */
     uint32_t psn = pkt->bth.psn;
     int32_t ahead = sr_psn_diff(psn, qp->comp.psn);
+    qp->comp.peer_sack = pkt->bth.resv7 & SR_BTH_RESV7_SACK;
     if (pkt->bth.opcode == SR_OP_SACK) {
-        /* docs/WIRE.md: taken only by a requester that advertised it; its
+        /* docs/WIRE.md: taken only by a requester that advertised it, and
+         * marked as every response of a responder that SACKs is; its
          * cumulative PSN is an ACK's, its bitmap advisory (sack.c). */
-        if (!e->cfg.sack) {
-            e->stats.sack_bad++; /* never advertised: not ours to parse */
+        if (!e->cfg.sack || !qp->comp.peer_sack) {
+            e->stats.sack_bad++; /* never agreed: not ours to parse */
             return n;
         }
         if (ahead < -1 || !sr_psn_lt(psn, qp->req.max_sent)) {

@@ -705,6 +705,8 @@ static void engine_tx(struct sr_engine *e, struct sr_qp *qp, const struct sr_pkt
     int hl = sr_wire_encode_hdr(pkt, hdr, sizeof(hdr));
     if (hl < 0)
         return; /* cannot happen for packets the engine builds; never send garbage */
+    if (qp->resp.peer_sack && sr_ooo_answers_sack(e, pkt))
+        hdr[8] |= SR_BTH_RESV7_SACK; /* this responder SACKs (docs/WIRE.md) */
     struct sr_tx_pkt t = {
         .hdr = hdr,
         .hdr_len = (uint32_t)hl,

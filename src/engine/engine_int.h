@@ -205,6 +205,7 @@ struct sr_qp {
         uint64_t probe_at;
         uint8_t probes;
         struct sr_sack_sb *sb; /* SACKed PSNs in flight (sack.c); NULL: none yet */
+        bool peer_sack;        /* the last response carried SR_BTH_RESV7_SACK */
     } comp;
 
     struct {

@@ -157,6 +157,12 @@ void sr_ooo_send_sack(struct sr_qp *qp)
     }
 }
 
+bool sr_ooo_answers_sack(const struct sr_engine *e, const struct sr_pkt *pkt)
+{
+    const struct sr_opcode_info *info = sr_opcode_info(pkt->bth.opcode);
+    return e->cfg.sack && info && (info->flags & SR_OPF_RESPONSE);
+}
+
 void sr_ooo_engine_fini(struct sr_engine *e)
 {
     free(e->sack_ring);

@@ -97,5 +97,8 @@ bool sr_ooo_sack_due(const struct sr_qp *qp);
 void sr_ooo_send_sack(struct sr_qp *qp);
 void sr_ooo_free(struct sr_qp *qp);
 void sr_ooo_engine_fini(struct sr_engine *e);
+/* A response to a requester that advertised SACKs carries the bit back
+ * (docs/WIRE.md): true for pkt when this device takes part. */
+bool sr_ooo_answers_sack(const struct sr_engine *e, const struct sr_pkt *pkt);
 
 #endif

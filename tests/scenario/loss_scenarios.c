@@ -939,6 +939,103 @@ static void test_mixed_storm(void)
     check_injected(true, true, true);
 }
 
+/* ---- forged SACKs ---- */
+
+/* The last cumulative PSN node 1 acknowledged, as the wire saw it. */
+static uint32_t forge_cum;
+static bool forge_seen;
+static void see_acks(struct scn *s, const struct scn_pkt_info *pi, struct scn_verdict *v)
+{
+    (void)s;
+    (void)v;
+    if (pi->from == 1 && (pi->opcode == SCN_OP_ACK || pi->opcode == SR_OP_SACK)) {
+        forge_cum = pi->psn;
+        forge_seen = true;
+    }
+}
+
+/* A SACK from node 1's address to node 0's QP, encoded as a peer would:
+ * kind 0 claims every PSN in flight arrived (a lie), 1 has a bitmap that
+ * is no whole 64-bit word, 2 a base PSN far outside the window, 3 a
+ * cumulative PSN never sent. Marked as a softrdma responder's answers are
+ * (SR_BTH_RESV7_SACK) when lie is set, else unmarked. */
+static void forge_sack(struct scn *s, int kind, bool marked)
+{
+    static uint8_t bm[2048 / 8]; /* the longest bitmap docs/WIRE.md allows */
+    memset(bm, 0xff, sizeof(bm));
+    struct sr_pkt p = {0};
+    p.bth.opcode = SR_OP_SACK;
+    p.bth.pkey = 0xffff;
+    p.bth.dest_qp = sr_qp_num(s->qp[0]);
+    p.bth.psn = kind == 3 ? sr_psn_add(forge_cum, 100000) : forge_cum;
+    p.bth.resv7 = marked ? SR_BTH_RESV7_SACK : 0;
+    p.aeth.syndrome = SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT;
+    p.sack.base_psn = sr_psn_add(forge_cum, kind == 2 ? 1u << 22 : 2);
+    p.payload = bm;
+    p.payload_len = kind == 1 ? 12 : sizeof(bm);
+    uint8_t buf[SR_MAX_HDR_LEN + sizeof(bm) + 16];
+    int n = sr_wire_encode(&p, buf, sizeof(buf));
+    SR_CHECK(n > 0);
+    uint8_t src[16];
+    scn_gid(src, 1);
+    if (n > 0)
+        sr_engine_rx(s->eng[0], buf, (size_t)n, src, s->now);
+}
+
+/* SACKs that lie or are malformed, mixed into a lossy transfer of WRITEs
+ * and READs: every byte still lands, every completion is a success in
+ * order, nothing completes twice, and the bad ones are counted. A lie can
+ * only delay: the marks are advisory, and the second timeout without
+ * progress discards them. To a standard requester, any SACK is dropped. */
+static void test_forged_sacks(void)
+{
+    enum { N = 24, L = 12 * KIB, RD = 2 << 20 };
+    for (uint64_t seed = 1; seed <= 3 * seed_mult; seed++) {
+        set_ctx("forged sacks", seed, 0.05);
+        struct scn s;
+        forge_seen = false;
+        scn_init(&s, &(struct scn_cfg){.seed = seed,
+                                       .loss = 0.05,
+                                       .retry_cnt = 7,
+                                       .psn = {0xffffff - 40, 9},
+                                       .filter = see_acks});
+        uint8_t *orig = malloc(SCN_MEM);
+        memcpy(orig, s.mem[1], SCN_MEM);
+        for (int i = 0; i < N; i++) {
+            uint64_t off = (uint64_t)i * L;
+            SR_CHECK_EQ(i % 3 == 2
+                            ? scn_post(&s, SR_WR_RDMA_READ, (uint64_t)i, RD + off, off, L, 0, 0)
+                            : scn_post(&s, SR_WR_RDMA_WRITE, (uint64_t)i, off, off, L, 0, 0),
+                        0);
+        }
+        struct scn_wait w = {0};
+        int kind = 0;
+        for (int round = 0; round < 20000 && w.got < N; round++) {
+            scn_collect(&s, &w, s.scq[0], N - w.got, 50000);
+            if (forge_seen) {
+                forge_sack(&s, kind % 4, (kind / 4) % 2);
+                kind++;
+            }
+        }
+        check_wcs(&w, N, SR_WC_SUCCESS, -1);
+        for (int i = 0; i < N; i++) {
+            uint64_t off = (uint64_t)i * L;
+            if (i % 3 == 2)
+                SR_CHECK_MEM(s.mem[0] + RD + off, orig + off, L);
+            else
+                SR_CHECK_MEM(s.mem[1] + off, s.mem[0] + off, L);
+        }
+        SR_CHECK_MEM(s.mem[1] + (size_t)N * L, orig + (size_t)N * L, SCN_MEM - (size_t)N * L);
+        check_quiet(&s, s.scq[0]);
+        struct sr_engine_stats st;
+        scn_stats(&s, 0, &st);
+        SR_CHECK(kind >= 4);
+        SR_CHECK(st.sack_bad > 0);
+        free(orig);
+        scn_fini(&s);
+    }
+}
+
 /* ---- the checks can fail ---- */
 
 /* The byte and completion checks above are live: a run that passes them,
@@ -991,6 +1088,7 @@ int main(int argc, char **argv)
     SR_RUN(test_rnr_mid_lossy_sends);
     SR_RUN(test_mixed_storm);
     SR_RUN(test_pingpong_under_loss);
+    SR_RUN(test_forged_sacks);
     printf("wire: %" PRIu64 " rows, %" PRIu64 " packets, %" PRIu64 " dropped, %" PRIu64
            " delayed, %" PRIu64 " duplicated\n",
            tot.rows, tot.sent, tot.dropped, tot.delayed, tot.duplicated);
