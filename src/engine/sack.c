@@ -78,6 +78,10 @@ uint32_t sr_sack_sb_mark(struct sr_sack_sb *sb, uint32_t base, const uint8_t *bi
 {
     uint32_t added = 0;
     for (uint32_t i = 0; i < nbits; i++) {
+        if (!bitmap[i >> 3]) {
+            i |= 7; /* a byte of holes */
+            continue;
+        }
         if (!(bitmap[i >> 3] >> (i & 7) & 1))
             continue;
         uint32_t p = sr_psn_add(base, i);
