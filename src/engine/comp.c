@@ -444,6 +444,11 @@ static void probe(struct sr_qp *qp, struct sr_comp_next *n)
     qp->comp.probe_at = 0;
     if (!outstanding(qp) || qp->attr.qp_state < SR_QPS_RTS || qp->attr.qp_state == SR_QPS_ERR)
         return;
+    if (sr_sack_lost_pending(qp)) {
+        /* not a probe: the reordering window of a lost hole ran out */
+        n->act |= SR_COMP_SACK;
+        return;
+    }
     qp->eng->stats.probes++;
     if (qp->comp.probes < 255)
         qp->comp.probes++;

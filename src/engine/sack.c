@@ -44,6 +44,7 @@ void sr_sack_sb_reset(struct sr_sack_sb *sb, uint32_t psn)
     sb->lo = sb->hi = sb->resent = psn & SR_PSN_MASK;
     sb->cnt = 0;
     sb->timed_out = false;
+    sb->lost_since = 0;
 }
 
 void sr_sack_sb_ack(struct sr_sack_sb *sb, uint32_t psn)
@@ -185,6 +186,28 @@ void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
     uint32_t limit = sr_sack_sb_lost_limit(sb, qp->req.max_sent, all);
     uint32_t from = all ? sb->lo : sb->resent;
     uint32_t h;
+    if (!all) {
+        /* A hole counted lost may only be late (reordered, RFC 8985 2.2):
+         * resend once it has been counted lost for a quarter of SRTT
+         * (RACK's reordering window, 6.2); the probe comes due then, so
+         * a hole no later SACK reports still goes in time. */
+        if (!sr_sack_sb_next_hole(sb, from, limit, &h)) {
+            sb->lost_since = 0;
+            return;
+        }
+        uint64_t wnd = qp->comp.rtt.valid ? qp->comp.rtt.srtt_ns / 4 : 0;
+        if (!sb->lost_since)
+            sb->lost_since = now_ns | 1;
+        if (now_ns - sb->lost_since < wnd) {
+            uint64_t at = sb->lost_since + wnd;
+            if (!qp->comp.probe_at || at < qp->comp.probe_at) {
+                qp->comp.probe_at = at;
+                sr_engine_activate(qp->eng, qp);
+            }
+            return;
+        }
+    }
+    sb->lost_since = 0;
     int budget = SR_SACK_RESEND_MAX;
     bool sent = false;
     while (budget-- > 0 && sr_sack_sb_next_hole(sb, from, limit, &h)) {
@@ -202,8 +225,14 @@ void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
         if (sr_psn_lt(sb->resent, from))
             sb->resent = from;
     }
-    if (sent)
+    if (sent || !qp->comp.probe_at)
         sr_comp_probe_arm(qp, now_ns);
+}
+
+bool sr_sack_lost_pending(struct sr_qp *qp)
+{
+    struct sr_sack_sb *sb = qp_sb(qp, false);
+    return sb && sb->cnt && sb->lost_since;
 }
 
 bool sr_sack_probe_holes(struct sr_qp *qp)

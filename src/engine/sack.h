@@ -33,12 +33,13 @@ enum { SR_SACK_RING = 256 };
 
 /* ---- the scoreboard, pure (PSN arithmetic only; unit-tested alone) ---- */
 struct sr_sack_sb {
-    uint32_t cap;    /* bits: a power of two; PSNs [lo, lo + cap) are tracked */
-    uint32_t lo;     /* every PSN before it is acknowledged cumulatively */
-    uint32_t hi;     /* one past the highest PSN marked; == lo: none */
-    uint32_t cnt;    /* PSNs marked in [lo, hi) */
-    uint32_t resent; /* holes before it were resent in this recovery */
-    bool timed_out;  /* a transport timeout since lo last moved */
+    uint32_t cap;        /* bits: a power of two; PSNs [lo, lo + cap) are tracked */
+    uint32_t lo;         /* every PSN before it is acknowledged cumulatively */
+    uint32_t hi;         /* one past the highest PSN marked; == lo: none */
+    uint32_t cnt;        /* PSNs marked in [lo, hi) */
+    uint32_t resent;     /* holes before it were resent in this recovery */
+    bool timed_out;      /* a transport timeout since lo last moved */
+    uint64_t lost_since; /* when a hole not yet resent was first counted lost; 0: none */
     uint64_t bits[];
 };
 
@@ -81,6 +82,9 @@ bool sr_sack_probe_holes(struct sr_qp *qp);
  * alone go again, the marks kept, for the first expiry since the last
  * cumulative progress; false for go-back-N (the marks are discarded). */
 bool sr_sack_timeout_holes(struct sr_qp *qp);
+/* A hole counted lost waits out its reordering window (sr_sack_resend):
+ * the probe timer fired for it. */
+bool sr_sack_lost_pending(struct sr_qp *qp);
 /* A go-back-N rewind or timeout: the marks are discarded. */
 void sr_sack_discard(struct sr_qp *qp);
 void sr_sack_free(struct sr_qp *qp);
