@@ -44,6 +44,7 @@ static void usage(FILE *f)
             "  --retry N          retry_cnt, 0..7 (7)\n"
             "  --rnr-retry N      rnr_retry, 0..7, 7 = infinite (7)\n"
             "  --window N         requester window in packets, 0 = engine default (0)\n"
+            "  --sack             selective recovery on both nodes (docs/WIRE.md)\n"
             "  --time-limit-ms T  simulated time limit, 0 = automatic (0)\n"
             "  --ipv6             IPv6 addresses (fd00::1, fd00::2) instead of IPv4\n"
             "  --help             this text\n");
@@ -173,6 +174,10 @@ static void print_summary(const struct sr_xfer_cfg *c, const struct sr_xfer_resu
            s->seq_naks_sent, q->seq_naks_rcvd, s->rnr_naks_sent, q->rnr_naks_rcvd);
     printf("  duplicates       %" PRIu64 " requests answered again by the responder\n",
            s->rx_duplicate);
+    if (c->sack)
+        printf("  selective        %" PRIu64 " SACKs, %" PRIu64 " kept out of order, %" PRIu64
+               " selective resends, %" PRIu64 " probes, %" PRIu64 " overflows\n",
+               s->sacks_sent, s->ooo_stored, q->sack_resends, q->probes, s->ooo_overflow);
     const struct sr_sim_link_stats *a = &r->link[0], *b = &r->link[1];
     printf("  faults injected  lost %" PRIu64 ", duplicated %" PRIu64 ", reordered %" PRIu64
            ", corrupted %" PRIu64 " (ICRC drops %" PRIu64 "), queue drops %" PRIu64 "\n",
@@ -208,6 +213,7 @@ int main(int argc, char **argv)
         O_WINDOW,
         O_LIMIT,
         O_IPV6,
+        O_SACK,
     };
     static const struct option opts[] = {
         {"op", required_argument, NULL, O_OP},
@@ -230,6 +236,7 @@ int main(int argc, char **argv)
         {"window", required_argument, NULL, O_WINDOW},
         {"time-limit-ms", required_argument, NULL, O_LIMIT},
         {"ipv6", no_argument, NULL, O_IPV6},
+        {"sack", no_argument, NULL, O_SACK},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -332,6 +339,9 @@ int main(int argc, char **argv)
                 c.retry_cnt = (uint8_t)u;
             else
                 c.rnr_retry = (uint8_t)u;
+            break;
+        case O_SACK:
+            c.sack = true;
             break;
         case O_WINDOW:
             if (parse_uint(v, UINT32_MAX, &u))

@@ -86,6 +86,10 @@ static void sample_pkt(struct sr_pkt *p, const struct sr_opcode_info *info, uint
     }
     if (info->flags & SR_OPF_ONLY) /* a single-packet WRITE moves exactly its payload */
         p->reth.dma_len = p->payload_len;
+    if (info->flags & SR_OPF_SACK) { /* softrdma's SACK: two 64-bit words of bitmap */
+        p->payload_len = 16;
+        p->sack.base_psn = sr_psn_add(p->bth.psn, 2);
+    }
 }
 
 /* One line per packet: the fields as encoded, as "name=value" pairs with the

@@ -396,6 +396,27 @@ struct sr_comp_next sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint6
      * ACK may repeat the last acknowledged PSN (comp.psn - 1). */
     uint32_t psn = pkt->bth.psn;
     int32_t ahead = sr_psn_diff(psn, qp->comp.psn);
+    qp->comp.peer_sack = pkt->bth.resv7 & SR_BTH_RESV7_SACK;
+    if (pkt->bth.opcode == SR_OP_SACK) {
+        /* docs/WIRE.md: taken only by a requester that advertised it, and
+         * marked as every response of a responder that SACKs is; its
+         * cumulative PSN is an ACK's, its bitmap advisory (sack.c). */
+        if (!e->cfg.sack || !qp->comp.peer_sack) {
+            e->stats.sack_bad++; /* never agreed: not ours to parse */
+            return n;
+        }
+        if (ahead < -1 || !sr_psn_lt(psn, qp->req.max_sent)) {
+            e->stats.rx_drop_other++; /* stale (overtaken) or forged, as for an ACK */
+            return n;
+        }
+        e->stats.sacks_rcvd++;
+        if (ahead >= 0)
+            handle_ack(qp, pkt, now_ns, &n);
+        if (qp->attr.qp_state == SR_QPS_RTS || qp->attr.qp_state == SR_QPS_SQD)
+            sr_sack_rx(qp, pkt, &n);
+        n.act |= SR_COMP_RESUME;
+        return n;
+    }
     if (ahead < -1 || !sr_psn_lt(psn, qp->req.max_sent) ||
         (ahead == -1 && SR_OPCODE_OP(pkt->bth.opcode) != SR_OP_ACK)) {
         e->stats.rx_drop_other++;
@@ -431,9 +452,21 @@ static void probe(struct sr_qp *qp, struct sr_comp_next *n)
     qp->comp.probe_at = 0;
     if (!outstanding(qp) || qp->attr.qp_state < SR_QPS_RTS || qp->attr.qp_state == SR_QPS_ERR)
         return;
+    if (sr_sack_lost_pending(qp)) {
+        /* not a probe: the reordering window of a lost hole ran out */
+        n->act |= SR_COMP_SACK;
+        return;
+    }
     qp->eng->stats.probes++;
     if (qp->comp.probes < 255)
         qp->comp.probes++;
+    if (sr_sack_probe_holes(qp)) {
+        /* SACKs showed what arrived: resend every hole instead (RFC 8985
+         * 7.3 probes with new data or the last; the holes are what the
+         * responder waits for). */
+        n->act |= SR_COMP_SACK | SR_COMP_SACK_ALL;
+        return;
+    }
     if (qp->comp.probes == 1) {
         n->act |= SR_COMP_PROBE;
         return;
@@ -476,6 +509,11 @@ struct sr_comp_next sr_comp_timer(struct sr_qp *qp, uint64_t now_ns)
         return n;
     }
     qp->comp.retry_left--;
+    if (sr_sack_timeout_holes(qp)) {
+        n.act |= SR_COMP_SACK | SR_COMP_SACK_ALL | SR_COMP_RESUME;
+        qp->comp.deadline = now_ns + sr_timeout_ns(qp->attr.timeout);
+        return n;
+    }
     qp->comp.read_retry = false;
     want_rewind(&n, qp->comp.psn);
     sr_paths_qp_lost(qp, qp->comp.psn, now_ns);

@@ -96,6 +96,7 @@ void sr_engine_destroy(struct sr_engine *e)
         if (e->qps[i])
             sr_qp_destroy(e->qps[i]);
     sr_mw_free_all(e);
+    sr_ooo_engine_fini(e);
     if (e->gsi)
         sr_qp_destroy(e->gsi);
     for (uint32_t i = 0; i < e->cfg.max_mr; i++)
@@ -707,6 +708,8 @@ static void engine_tx(struct sr_engine *e, struct sr_qp *qp, const struct sr_pkt
     int hl = sr_wire_encode_hdr(pkt, hdr, sizeof(hdr));
     if (hl < 0)
         return; /* cannot happen for packets the engine builds; never send garbage */
+    if (qp->resp.peer_sack && sr_ooo_answers_sack(e, pkt))
+        hdr[8] |= SR_BTH_RESV7_SACK; /* this responder SACKs (docs/WIRE.md) */
     uint8_t path;
     uint16_t src_port = sr_paths_qp_tx(qp, pkt, &path);
     struct sr_tx_pkt t = {
@@ -813,14 +816,18 @@ void sr_engine_advance(struct sr_engine *e, uint64_t now_ns)
 
 void sr_comp_apply(struct sr_qp *qp, struct sr_comp_next n, uint64_t now_ns)
 {
-    if (n.act & SR_COMP_REWIND)
+    if (n.act & SR_COMP_REWIND) {
+        sr_sack_discard(qp); /* go-back-N: the SACK marks are not trusted further */
         sr_req_rewind(qp, n.rewind_psn);
+    }
     if (n.act & SR_COMP_ERROR) {
         sr_qp_to_error(qp);
         return; /* nothing more is sent; the timer goes with the QP */
     }
     if (n.act & SR_COMP_PROBE)
         sr_req_probe(qp, now_ns);
+    if (n.act & SR_COMP_SACK)
+        sr_sack_resend(qp, now_ns, n.act & SR_COMP_SACK_ALL);
     if (n.act & SR_COMP_RESUME)
         sr_req_run(qp, now_ns);
     if (n.act & SR_COMP_ARM)
@@ -864,12 +871,15 @@ void sr_engine_rx_ecn(struct sr_engine *e, const uint8_t *buf, size_t len, const
     uint8_t transport = SR_OPCODE_TRANSPORT(pkt.bth.opcode);
     const struct sr_opcode_info *ti = sr_opcode_info(pkt.bth.opcode);
     bool is_resp = ti->flags & SR_OPF_RESPONSE;
-    bool type_ok = (qp->type == SR_QPT_RC && transport == SR_OP_RC) ||
-                   (qp->type == SR_QPT_UC && transport == SR_OP_UC) ||
-                   (qp->type == SR_QPT_UD && transport == SR_OP_UD) ||
-                   /* XRC: requests go to the target QP, responses to the initiator */
-                   (qp->type == SR_QPT_XRC_SEND && transport == SR_OP_XRC && is_resp) ||
-                   (qp->type == SR_QPT_XRC_RECV && transport == SR_OP_XRC && !is_resp);
+    bool type_ok =
+        (qp->type == SR_QPT_RC && transport == SR_OP_RC) ||
+        (qp->type == SR_QPT_UC && transport == SR_OP_UC) ||
+        (qp->type == SR_QPT_UD && transport == SR_OP_UD) ||
+        /* XRC: requests go to the target QP, responses to the initiator */
+        (qp->type == SR_QPT_XRC_SEND && transport == SR_OP_XRC && is_resp) ||
+        (qp->type == SR_QPT_XRC_RECV && transport == SR_OP_XRC && !is_resp) ||
+        /* softrdma's SACK answers RC and XRC requesters (docs/WIRE.md) */
+        (pkt.bth.opcode == SR_OP_SACK && (qp->type == SR_QPT_RC || qp->type == SR_QPT_XRC_SEND));
     if (!type_ok) {
         e->stats.rx_drop_other++;
         return;

@@ -13,6 +13,8 @@
  *   rtt.c     the requester's round-trip estimate and the time of its
  *             tail-loss probe (rtt.h)
  *   paths.c   per-packet entropy (UDP source port) policies (paths.h)
+ *   sack.c    selective recovery, requester: the SACK scoreboard (sack.h)
+ *   ooo.c     selective recovery, responder: the out-of-order store
  * Nothing here is visible outside src/engine. */
 #ifndef SR_ENGINE_INT_H
 #define SR_ENGINE_INT_H
@@ -22,6 +24,7 @@
 #include "bulk.h"
 #include "congestion.h"
 #include "rtt.h"
+#include "sack.h"
 #include "sr_engine.h"
 #include "sr_util.h"
 
@@ -208,6 +211,8 @@ struct sr_qp {
          * probe timeout; probes counts those since the last progress. */
         uint64_t probe_at;
         uint8_t probes;
+        struct sr_sack_sb *sb; /* SACKed PSNs in flight (sack.c); NULL: none yet */
+        bool peer_sack;        /* the last response carried SR_BTH_RESV7_SACK */
     } comp;
 
     struct {
@@ -229,6 +234,8 @@ struct sr_qp {
         uint8_t *rwqe_buf;    /* copy of the receive WQE being filled */
         struct sr_replay replay[SR_REPLAY_SLOTS];
         uint32_t replay_next;
+        bool peer_sack;     /* the last request advertised SR_BTH_RESV7_SACK */
+        struct sr_ooo *ooo; /* requests kept past a hole (ooo.c); NULL: none */
     } resp;
 
     struct sr_qp_cong cong; /* congestion control (congestion.h) */
@@ -271,6 +278,9 @@ struct sr_engine {
      * that the modules that generate them need no time argument. */
     uint64_t now_ns;
     struct sr_bulk_state bulk; /* same-host data by reference (bulk.c) */
+    uint64_t ooo_bytes;        /* held by every QP's out-of-order store (ooo.c) */
+    uint8_t *sack_ring;        /* SACK bitmaps in flight to the driver (ooo.c) */
+    uint32_t sack_ring_at;     /* the next one to use */
 };
 
 /* Before the engine writes registered memory: queued packets whose payload
@@ -367,6 +377,10 @@ void sr_req_rewind(struct sr_qp *qp, uint32_t psn);
 /* Send again the last packet sent, asking for an ACK (the tail-loss
  * probe); the send pointer stays where it is. */
 void sr_req_probe(struct sr_qp *qp, uint64_t now_ns);
+/* Send psn's packet again, asking for an ACK, the send pointer unmoved
+ * (a selective resend, sack.c). Returns the PSNs it covers (a READ
+ * request's responses), 0 when it cannot; *sent: a packet left. */
+uint32_t sr_req_resend(struct sr_qp *qp, uint32_t psn, uint64_t now_ns, bool *sent);
 uint32_t sr_swqe_npkts(const struct sr_qp *qp, const struct sr_send_wr *wr, uint32_t len);
 
 /* resp.c */
@@ -390,13 +404,15 @@ static inline void sr_resp_ack_first(struct sr_qp *qp, enum sr_ack_event ev, uin
 /* comp.c */
 /* What the completer asks of the rest of the QP once it has consumed a
  * response or a timer expiry: the completer's event to the requester.
- * Applied by sr_comp_apply in this order: rewind, error, probe, resume, arm. */
+ * Applied by sr_comp_apply in this order: rewind, error, probe, sack, resume, arm. */
 enum sr_comp_act {
-    SR_COMP_REWIND = 1 << 0, /* go back to rewind_psn (go-back-N, IBA 9.7.5.2) */
-    SR_COMP_ERROR = 1 << 1,  /* a WQE failed: the QP enters Error (IBA 10.3.1.7) */
-    SR_COMP_RESUME = 1 << 2, /* run the requester: the window opened, or it resends */
-    SR_COMP_ARM = 1 << 3,    /* then restart the transport timer from now */
-    SR_COMP_PROBE = 1 << 4,  /* resend the last packet sent with AckReq (sr_req_probe) */
+    SR_COMP_REWIND = 1 << 0,   /* go back to rewind_psn (go-back-N, IBA 9.7.5.2) */
+    SR_COMP_ERROR = 1 << 1,    /* a WQE failed: the QP enters Error (IBA 10.3.1.7) */
+    SR_COMP_RESUME = 1 << 2,   /* run the requester: the window opened, or it resends */
+    SR_COMP_ARM = 1 << 3,      /* then restart the transport timer from now */
+    SR_COMP_PROBE = 1 << 4,    /* resend the last packet sent with AckReq (sr_req_probe) */
+    SR_COMP_SACK = 1 << 5,     /* resend the holes a SACK showed lost (sr_sack_resend) */
+    SR_COMP_SACK_ALL = 1 << 6, /* with SR_COMP_SACK: every hole known (a probe) */
 };
 struct sr_comp_next {
     uint8_t act; /* enum sr_comp_act bits */

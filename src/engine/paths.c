@@ -257,11 +257,11 @@ void sr_paths_marked(struct sr_paths *p, uint32_t psn, uint64_t now_ns)
 
 bool sr_qp_reorder_ok(const struct sr_qp *qp)
 {
-    /* Today's responder is go-back-N: a packet that overtakes another
-     * draws a PSN sequence NAK and a rewind (IBA 9.7.5.1.2), so spraying
-     * is only for experiments that ask for it regardless. This becomes
-     * "the peer agreed to selective acknowledgement" when that lands. */
-    return qp->eng->cfg.paths_reorder;
+    /* A go-back-N responder answers a packet that overtakes another with
+     * a PSN sequence NAK and a rewind (IBA 9.7.5.1.2): spray only to a
+     * peer whose responses say it keeps out-of-order requests and SACKs
+     * them (docs/WIRE.md), or when an experiment asks regardless. */
+    return qp->eng->cfg.paths_reorder || (qp->eng->cfg.sack && qp->comp.peer_sack);
 }
 
 /* Multipath for qp's requests, set up on its first request: RC and XRC
@@ -272,11 +272,15 @@ static struct sr_paths *qp_paths(struct sr_qp *qp)
     const struct sr_engine_cfg *c = &qp->eng->cfg;
     if (qp->paths || c->paths <= 1 || qp->paths_off)
         return qp->paths;
-    if ((qp->type != SR_QPT_RC && qp->type != SR_QPT_XRC_SEND) || !sr_qp_reorder_ok(qp) ||
+    if ((qp->type != SR_QPT_RC && qp->type != SR_QPT_XRC_SEND) ||
         (c->path_policy != SR_PATHS_SPRAY && c->path_policy != SR_PATHS_ADAPTIVE)) {
         qp->paths_off = true;
         return NULL;
     }
+    /* Not latched: the first requests leave before the peer's first
+     * response can say it takes reordering; spraying starts after it. */
+    if (!sr_qp_reorder_ok(qp))
+        return NULL;
     qp->paths = malloc(sizeof(*qp->paths));
     if (!qp->paths) {
         qp->paths_off = true; /* single path is always correct */

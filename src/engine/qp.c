@@ -90,6 +90,8 @@ bool sr_qp_can_send(const struct sr_qp *qp)
 
 static void qp_free_bufs(struct sr_qp *qp)
 {
+    sr_ooo_free(qp);
+    sr_sack_free(qp);
     free(qp->resp.rwqe_buf);
     sr_paths_qp_free(qp);
     sr_rq_fini(&qp->rq);
@@ -279,6 +281,7 @@ int sr_qp_destroy_linger(struct sr_qp *qp, uint64_t now_ns, uint64_t linger_ns)
     qp->comp.probe_at = 0;
     qp->resp.have_rwqe = false;
     qp->resp.msg = 0;
+    sr_ooo_free(qp); /* a lingering QP only re-acknowledges */
     qp->user = NULL;
     qp->zombie = true;
     qp->zombie_until = now_ns + linger_ns;
@@ -544,6 +547,8 @@ void sr_qp_to_error(struct sr_qp *qp)
     qp->comp.deadline = SR_NO_DEADLINE;
     qp->comp.probe_at = 0;
     qp->req.rnr_wait = false;
+    sr_ooo_free(qp);
+    sr_sack_discard(qp);
     flush_rq(qp);
     if (qp->srq) {
         struct sr_engine *e = qp->eng;
@@ -566,6 +571,8 @@ static void reset_qp(struct sr_qp *qp)
     qp->sq_head = qp->sq_tail = 0;
     if (!qp->srq)
         qp->rq.head = qp->rq.count = 0;
+    sr_ooo_free(qp);
+    sr_sack_free(qp);
     memset(&qp->req, 0, sizeof(qp->req));
     memset(&qp->comp, 0, sizeof(qp->comp));
     qp->comp.deadline = SR_NO_DEADLINE;

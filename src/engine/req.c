@@ -151,6 +151,8 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w, uint32_t window, u
     p.bth.dest_qp = qp->attr.dest_qp_num;
     p.bth.psn = qp->req.cur_psn;
     p.xrc_srqn = wr->xrc_remote_srqn & SR_PSN_MASK; /* encoded only on XRC requests */
+    if (qp->eng->cfg.sack && sr_qp_reliable(qp))
+        p.bth.resv7 = SR_BTH_RESV7_SACK; /* this requester takes SACKs (docs/WIRE.md) */
     const uint8_t *dgid = qp->attr.dgid;
     uint32_t consumed = 1;
     uint32_t len = 0;
@@ -428,4 +430,35 @@ void sr_req_probe(struct sr_qp *qp, uint64_t now_ns)
     qp->req.cur_psn = cur_psn;
     sr_resp_ack_first(qp, SR_ACK_EV_REQUEST, now_ns);
     sr_comp_probe_arm(qp, now_ns);
+}
+
+uint32_t sr_req_resend(struct sr_qp *qp, uint32_t psn, uint64_t now_ns, bool *sent)
+{
+    *sent = false;
+    if (!sr_qp_reliable(qp) || sr_psn_lt(psn, qp->comp.psn) || !sr_psn_lt(psn, qp->req.max_sent))
+        return 0;
+    uint32_t cur = qp->req.cur, cur_psn = qp->req.cur_psn;
+    sr_req_rewind(qp, psn);
+    uint32_t used = 0;
+    if (qp->req.cur != qp->sq_tail) {
+        struct sr_swqe *w = sr_sq_at(qp, qp->req.cur);
+        uint32_t end = sr_psn_add(w->first_psn, w->npkts);
+        if (sr_wr_is_local(w->wr.opcode) || qp->req.cur_psn != psn) {
+            used = 0;
+        } else if (sr_wr_is_rd_atomic(w->wr.opcode) && psn != w->first_psn) {
+            /* inside a READ's responses: the completer re-requests
+             * those itself (handle_read_resp); skip them */
+            used = (uint32_t)sr_psn_diff(end, psn);
+        } else {
+            used = send_one(qp, w, qp->eng->cfg.window_pkts, now_ns, true);
+            if (!used)
+                return 0; /* the WQE failed: the QP left RTS and its pointers with it */
+            *sent = true;
+        }
+    }
+    qp->req.cur = cur;
+    qp->req.cur_psn = cur_psn;
+    if (used)
+        sr_resp_ack_first(qp, SR_ACK_EV_REQUEST, now_ns);
+    return used;
 }

@@ -89,6 +89,10 @@ static void emit_aeth(struct sr_qp *qp, uint8_t opcode, uint32_t psn, uint8_t sy
 
 static void emit_ack(struct sr_qp *qp, uint32_t psn, uint32_t msn)
 {
+    if (sr_ooo_sack_due(qp)) {
+        sr_ooo_send_sack(qp); /* requests are kept past a hole: say which */
+        return;
+    }
     emit_aeth(qp, resp_base(qp) | SR_OP_ACK, psn, SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT, 0, msn);
 }
 
@@ -661,6 +665,8 @@ static void rc_rx(struct resp_ctx *c)
                 acknowledge(c);
             return;
         case RS_NAK_SEQ:
+            if (sr_ooo_store(qp, c->pkt, c->decode_err))
+                return; /* kept and SACKed (ooo.c) */
             /* IBA 9.7.5.1.2: one sequence NAK until the expected PSN shows up. */
             if (!qp->resp.nak_sent) {
                 qp->resp.nak_sent = true;
@@ -844,7 +850,10 @@ void sr_resp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err, cons
     switch (qp->type) {
     case SR_QPT_RC:
     case SR_QPT_XRC_RECV:
+        qp->resp.peer_sack = qp->eng->cfg.sack && (pkt->bth.resv7 & SR_BTH_RESV7_SACK);
         rc_rx(&c);
+        if (qp->resp.ooo)
+            sr_ooo_drain(qp, src_gid, now_ns);
         break;
     case SR_QPT_XRC_SEND: /* an initiator takes no requests (filtered earlier) */
         break;

@@ -415,6 +415,16 @@ struct sr_engine_cfg {
      * docs/CONGESTION.md): the algorithm, its parameters and the
      * notification point's CNP spacing. NULL: none. */
     const struct sr_cc_cfg *cc;
+    /* Selective recovery between softrdma peers (docs/WIRE.md). On, the
+     * requester marks its RC/XRC requests SR_BTH_RESV7_SACK and takes
+     * SACKs; a responder keeps out-of-order requests from such a
+     * requester (at most ooo_pkts PSNs past the expected one per QP, at
+     * most ooo_bytes payload per device) and answers with SACKs. Off (the
+     * default), the device is a standard go-back-N RoCEv2 device: it
+     * neither marks nor sends SACKs and drops any it receives. */
+    bool sack;
+    uint32_t ooo_pkts;  /* 0: 2048; rounded up to a power of two, at most 4096 */
+    uint64_t ooo_bytes; /* 0: 64 MiB */
     struct sr_engine_ops ops;
     void *ops_ctx;
 };
@@ -436,6 +446,14 @@ struct sr_engine_stats {
     /* congestion control: CE-marked requests received (sr_engine_rx_ecn),
      * CNPs sent for them, CNPs received */
     uint64_t rx_ce, cnps_sent, cnps_rcvd;
+    /* selective recovery (cfg.sack) */
+    uint64_t sacks_sent, sacks_rcvd;
+    uint64_t sack_bad;     /* SACKs or bits ignored: malformed, out of window, unsent PSNs */
+    uint64_t sack_resends; /* packets resent because a SACK showed them lost */
+    uint64_t ooo_stored;   /* out-of-order requests kept by the responder */
+    uint64_t ooo_drained;  /* ... and executed once the hole before them filled */
+    uint64_t ooo_dup;      /* copies of requests already kept */
+    uint64_t ooo_overflow; /* not kept (window or memory full): sequence NAK as standard */
 };
 
 /* ---- device ---- */

@@ -152,6 +152,8 @@ static void parse_config(struct sv_config *c)
     c->no_gso = g && strcmp(g, "0") == 0;
     const char *wo = getenv("SOFTRDMA_WRITE_ONLY");
     c->whole_writes = wo && strcmp(wo, "0") == 0;
+    const char *sk = getenv("SOFTRDMA_SACK");
+    c->no_sack = sk && strcmp(sk, "0") == 0;
     /* Injected faults live in the UDP driver: with them, everything goes
      * through it. */
     const char *sh = getenv("SOFTRDMA_SHM");
@@ -264,6 +266,7 @@ int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_n
         cfg.shm_bulk = dev->cfg.shm_bulk;
         cfg.shm_bulk_read = dev->cfg.shm_bulk_read;
         cfg.engine.whole_writes = dev->cfg.whole_writes;
+        cfg.engine.sack = !dev->cfg.no_sack;
         cfg.engine.ack_delay_ns = (uint64_t)dev->cfg.ack_delay_us * 1000;
         cfg.handoff_ns = (uint64_t)dev->cfg.handoff_us * 1000;
         cfg.engine.ops.cq_event = sv_engine_cq_event;
@@ -339,6 +342,13 @@ static void print_stats(struct sv_device *dev)
         fprintf(stderr, "softrdma: cc algo=%s rx_ce=%llu cnps_sent=%llu cnps_rcvd=%llu\n",
                 sr_cc_algo_name(dev->cfg.cc.algo), (unsigned long long)e.rx_ce,
                 (unsigned long long)e.cnps_sent, (unsigned long long)e.cnps_rcvd);
+    fprintf(stderr,
+            "softrdma: stats-sack sack=%d sacks_sent=%llu sacks_rcvd=%llu sack_bad=%llu "
+            "sack_resends=%llu ooo_stored=%llu ooo_drained=%llu ooo_dup=%llu ooo_overflow=%llu\n",
+            !dev->cfg.no_sack, (unsigned long long)e.sacks_sent, (unsigned long long)e.sacks_rcvd,
+            (unsigned long long)e.sack_bad, (unsigned long long)e.sack_resends,
+            (unsigned long long)e.ooo_stored, (unsigned long long)e.ooo_drained,
+            (unsigned long long)e.ooo_dup, (unsigned long long)e.ooo_overflow);
 }
 
 /* Most verbs programs exit with the device open: its mailbox must not

@@ -25,6 +25,7 @@ static void decode_bth(const uint8_t *p, struct sr_bth *bth)
     bth->becn = p[4] & BTH_BECN;
     bth->dest_qp = sr_get_be24(p + 5);
     bth->ack_req = p[8] & BTH_ACK_REQ;
+    bth->resv7 = p[8] & 0x7f;
     bth->psn = sr_get_be24(p + 9);
 }
 
@@ -105,6 +106,11 @@ int sr_wire_decode(const uint8_t *buf, size_t len, uint32_t pmtu, struct sr_pkt 
     }
     if (info->hdrs & SR_HDR_BIT(SR_HDR_ATOMIC_ACK_ETH))
         pkt->atomic_orig = sr_get_be64(buf + info->off[SR_HDR_ATOMIC_ACK_ETH]);
+    if (info->hdrs & SR_HDR_BIT(SR_HDR_SACKETH)) {
+        p = buf + info->off[SR_HDR_SACKETH];
+        pkt->sack.flags = p[0];
+        pkt->sack.base_psn = sr_get_be24(p + 5);
+    }
     if (info->hdrs & SR_HDR_BIT(SR_HDR_IMMDT))
         pkt->imm = sr_get_be32(buf + info->off[SR_HDR_IMMDT]);
     if (info->hdrs & SR_HDR_BIT(SR_HDR_IETH))
@@ -153,7 +159,8 @@ static void encode_bth(const struct sr_pkt *pkt, uint8_t *p)
     uint32_t ecn = (b->fecn ? BTH_FECN : 0) | (b->becn ? BTH_BECN : 0);
     sr_put_be32(p, (uint32_t)b->opcode << 24 | flags << 16 | b->pkey);
     sr_put_be32(p + 4, ecn << 24 | b->dest_qp);
-    sr_put_be32(p + 8, (uint32_t)(b->ack_req ? BTH_ACK_REQ : 0) << 24 | b->psn);
+    sr_put_be32(p + 8,
+                (uint32_t)((b->ack_req ? BTH_ACK_REQ : 0) | (b->resv7 & 0x7f)) << 24 | b->psn);
 }
 
 int sr_wire_encode_hdr(const struct sr_pkt *pkt, uint8_t *buf, size_t cap)
@@ -206,6 +213,12 @@ int sr_wire_encode_hdr(const struct sr_pkt *pkt, uint8_t *buf, size_t cap)
     }
     if (info->hdrs & SR_HDR_BIT(SR_HDR_ATOMIC_ACK_ETH))
         sr_put_be64(buf + info->off[SR_HDR_ATOMIC_ACK_ETH], pkt->atomic_orig);
+    if (info->hdrs & SR_HDR_BIT(SR_HDR_SACKETH)) {
+        p = buf + info->off[SR_HDR_SACKETH];
+        memset(p, 0, SR_SACKETH_LEN);
+        p[0] = pkt->sack.flags;
+        sr_put_be24(p + 5, pkt->sack.base_psn & SR_PSN_MASK);
+    }
     if (info->hdrs & SR_HDR_BIT(SR_HDR_IMMDT))
         sr_put_be32(buf + info->off[SR_HDR_IMMDT], pkt->imm);
     if (info->hdrs & SR_HDR_BIT(SR_HDR_IETH))

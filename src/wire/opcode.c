@@ -21,7 +21,9 @@
 #define OFF_IMMDT(x)      (OFF_ATOMIC_ACK(x) + HAS(x, ATOMIC_ACK_ETH, SR_ATOMIC_ACK_ETH_LEN))
 #define OFF_IETH(x)       (OFF_IMMDT(x) + HAS(x, IMMDT, SR_IMMDT_LEN))
 #define OFF_CNP(x)        SR_BTH_LEN
-#define HDR_LEN(x)        (OFF_IETH(x) + HAS(x, IETH, SR_IETH_LEN) + HAS(x, CNP_PAD, SR_CNP_PAD_LEN))
+#define OFF_SACKETH(x)    (OFF_IETH(x) + HAS(x, IETH, SR_IETH_LEN))
+#define HDR_LEN(x)                                                                                 \
+    (OFF_SACKETH(x) + HAS(x, SACKETH, SR_SACKETH_LEN) + HAS(x, CNP_PAD, SR_CNP_PAD_LEN))
 
 #define OP(nm, x, fl)                                                                              \
     {                                                                                              \
@@ -31,7 +33,7 @@
             [SR_HDR_ATOMIC_ETH] = OFF_ATOMIC(x), [SR_HDR_ATOMIC_ACK_ETH] = OFF_ATOMIC_ACK(x),      \
             [SR_HDR_IMMDT] = OFF_IMMDT(x),       [SR_HDR_IETH] = OFF_IETH(x),                      \
             [SR_HDR_DETH] = OFF_DETH(x),         [SR_HDR_CNP_PAD] = OFF_CNP(x),                    \
-            [SR_HDR_XRCETH] = OFF_XRCETH(x),                                                       \
+            [SR_HDR_XRCETH] = OFF_XRCETH(x),     [SR_HDR_SACKETH] = OFF_SACKETH(x),                \
         },                                                                                         \
     }
 
@@ -123,6 +125,11 @@ static const struct sr_opcode_info opcode_table[256] = {
                                            REQ_SEND | F(ONLY) | F(SOLICIT) | F(INV)),
 
     [SR_OP_CNP] = OP("CNP", HB(CNP_PAD), F(CNP)),
+    /* softrdma's selective ACK (docs/WIRE.md): BTH (PSN: the cumulative
+     * acknowledgement), AETH (an ACK syndrome and the MSN), SACKETH, and
+     * a bitmap of 64..1024 PSNs as the payload. */
+    [SR_OP_SACK] =
+        OP("SR_SACK", HB(AETH) | HB(SACKETH), F(PAYLOAD) | F(RESPONSE) | F(ONLY) | F(SACK)),
 };
 
 const struct sr_opcode_info *sr_opcode_info(uint8_t opcode)

@@ -31,6 +31,7 @@ enum {
     SR_IETH_LEN = 4,
     SR_DETH_LEN = 8,
     SR_XRCETH_LEN = 4,
+    SR_SACKETH_LEN = 8,
     SR_CNP_PAD_LEN = 16, /* RoCEv2 CNP: 16 reserved bytes after the BTH */
     SR_ICRC_LEN = 4,
     SR_GRH_LEN = 40,
@@ -74,7 +75,19 @@ enum sr_opcode {
     SR_OP_ATOMIC_WRITE = 0x1d, /* IBTA 1.5: RC only */
 
     SR_OP_CNP = 0x81,
+    /* softrdma's selective acknowledgement (docs/WIRE.md): a
+     * manufacturer-specific opcode (IBA Table 38: transport 111b), sent
+     * only to a requester that advertised SR_BTH_RESV7_SACK. */
+    SR_OP_SACK = 0xf0,
 };
+
+/* Bit 6 of the BTH's Resv7 (byte 8; IBA 9.2: transmitted as 0, ignored on
+ * receipt, covered by the ICRC): a softrdma requester that takes
+ * selective acknowledgements sets it on its RC and XRC requests. */
+#define SR_BTH_RESV7_SACK 0x40
+/* SACKETH flags: a CE-marked request arrived since the last
+ * acknowledgement (ECN echo, for congestion control). */
+#define SR_SACK_F_ECE 0x01
 
 #define SR_OPCODE_TRANSPORT(op) ((op)&0xe0)
 #define SR_OPCODE_OP(op)        ((op)&0x1f)
@@ -91,6 +104,7 @@ enum sr_hdr_idx {
     SR_HDR_DETH,
     SR_HDR_CNP_PAD,
     SR_HDR_XRCETH,
+    SR_HDR_SACKETH, /* SR_OP_SACK only: flags and the bitmap's base PSN */
     SR_HDR_NUM,
 };
 #define SR_HDR_BIT(idx) (1u << (idx))
@@ -114,6 +128,7 @@ enum sr_op_flag {
     SR_OPF_SOLICIT = 1u << 14, /* SE bit is meaningful (last/only send, write w/ imm) */
     SR_OPF_CNP = 1u << 15,
     SR_OPF_ATOMIC_WRITE = 1u << 16, /* ATOMIC WRITE: RETH + 8 bytes stored at once */
+    SR_OPF_SACK = 1u << 17,         /* softrdma's selective acknowledgement */
 };
 
 struct sr_opcode_info {
@@ -140,7 +155,8 @@ struct sr_bth {
     bool fecn, becn;  /* RoCEv2 uses the BTH reserved byte's top bits */
     uint32_t dest_qp; /* 24 bits */
     bool ack_req;
-    uint32_t psn; /* 24 bits */
+    uint8_t resv7; /* the 7 reserved bits after AckReq; SR_BTH_RESV7_SACK */
+    uint32_t psn;  /* 24 bits */
 };
 
 struct sr_reth {
@@ -194,6 +210,10 @@ struct sr_pkt {
     uint32_t imm;         /* ImmDt, as the 32-bit big-endian value on the wire */
     uint32_t ieth_rkey;   /* IETH: R_Key to invalidate */
     uint32_t xrc_srqn;    /* XRCETH: the target XRC SRQ (24 bits) */
+    struct {
+        uint8_t flags;     /* SR_SACK_F_* */
+        uint32_t base_psn; /* PSN of the payload bitmap's first bit (24 bits) */
+    } sack;                /* SACKETH; the bitmap is the payload */
     struct sr_deth deth;
     const uint8_t *payload; /* decode: points into the buffer; encode: source */
     uint32_t payload_len;   /* payload bytes, pad excluded */

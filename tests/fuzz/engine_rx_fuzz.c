@@ -93,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(region, 0, REGION);
 
     struct sr_engine_cfg cfg = {
-        .ops = {.tx = discard_tx}, .max_qp = 8, .max_mr = 8, .window_pkts = 64};
+        .ops = {.tx = discard_tx}, .max_qp = 8, .max_mr = 8, .window_pkts = 64, .sack = true};
     cfg.gid[10] = cfg.gid[11] = 0xff;
     cfg.gid[12] = 10;
     cfg.gid[15] = 1;

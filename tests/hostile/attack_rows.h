@@ -41,6 +41,7 @@ enum hx_exp {
     X_OTHER,     /* engine other_drops */
     X_UNCOUNTED, /* dropped per IBA, unanswered: the engine counts it in other_drops,
                   * which attacker.c checks with or without these */
+    X_SACK_BAD,  /* engine sack_bad: a SACK never agreed to (docs/WIRE.md) */
     X_NUM,
 };
 
@@ -197,6 +198,18 @@ static const struct row seq_rows[] = {
     {"ack_with_ackreq", HX_T_SEQ, RC(ACK), -1, .mut = MU_ACKREQ, .exp = X_MALFORMED, .syn = 0x1f},
     {"read_response_middle_short", HX_T_SEQ, RC(READ_RESP_MIDDLE), 0, .len = 64, .exp = X_MALFORMED,
      .seed = 0x29},
+    /* softrdma's SACK (docs/WIRE.md) without the agreement: the attacker's
+     * requests never advertised it and the SACK is unmarked, so it is
+     * dropped and counted whatever it claims; with a NAK syndrome it is
+     * malformed */
+    {"sack_unagreed", HX_T_SEQ, SR_OP_SACK, -1, .len = 8, .exp = X_SACK_BAD, .syn = 0x1f,
+     .seed = 0x2a},
+    {"sack_unagreed_unsent_psn", HX_T_SEQ, SR_OP_SACK, 100, .len = 256, .exp = X_SACK_BAD,
+     .syn = 0x1f, .seed = 0x2b},
+    {"sack_bitmap_not_words", HX_T_SEQ, SR_OP_SACK, -1, .len = 12, .exp = X_SACK_BAD, .syn = 0x1f,
+     .seed = 0x2c},
+    {"sack_nak_syndrome", HX_T_SEQ, SR_OP_SACK, -1, .len = 8, .exp = X_MALFORMED, .syn = 0x60,
+     .seed = 0x2d},
 };
 
 /* One error class per fresh QP (HX_T_FIRST_FATAL + i, or HX_T_NOWRITE). */

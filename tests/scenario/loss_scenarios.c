@@ -17,7 +17,13 @@
  *   - ibv_rc_pingpong's exchange, where tail losses wait for the timer.
  *
  * Seeded, simulated time only; nothing depends on the wall clock.
- * LOSS_SCN_SEEDS=k runs k times the seeds. */
+ * LOSS_SCN_SEEDS=k runs k times the seeds.
+ *
+ *   loss_scenarios [std|sack|sack-std|std-sack]
+ * runs every scenario with both nodes standard go-back-N RoCEv2 devices
+ * (std, the default), both with selective recovery (sack), or one of each
+ * (node 0, the first named, sends the bulk of the requests). Mixed pairs
+ * must never exchange a SACK; sack pairs must have used them. */
 #include "scn.h"
 
 #include <inttypes.h>
@@ -29,6 +35,21 @@ static const uint64_t MAX_NS = 2000ull * MS; /* 2 s simulated: dozens of retry b
 /* LOSS_SCN_SEEDS=k runs every scenario with k times as many seeds (a
  * sweep by hand; ctest runs k = 1). */
 static uint64_t seed_mult = 1;
+
+/* Each node's selective recovery (argv[1]), for every row. */
+static bool sack_mode[2];
+static struct {
+    uint64_t sacks, stored, resends;
+} sack_tot;
+
+static void lscn_init(struct scn *s, const struct scn_cfg *c)
+{
+    struct scn_cfg cc = *c;
+    cc.sack[0] = sack_mode[0];
+    cc.sack[1] = sack_mode[1];
+    scn_init(s, &cc);
+}
+#define scn_init lscn_init
 
 /* What the wires did over all rows, printed at the end and checked per
  * scenario: a scenario whose faults never fired proves nothing. */
@@ -45,6 +66,20 @@ static void row_done(struct scn *s)
     tot.dropped += dropped;
     tot.delayed += s->delayed[0] + s->delayed[1];
     tot.duplicated += s->duplicated[0] + s->duplicated[1];
+    for (int i = 0; i < 2; i++) {
+        struct sr_engine_stats st;
+        scn_stats(s, i, &st);
+        sack_tot.sacks += st.sacks_sent;
+        sack_tot.stored += st.ooo_stored;
+        sack_tot.resends += st.sack_resends;
+        if (!sack_mode[0] || !sack_mode[1]) {
+            /* a standard peer never gets a SACK, nor keeps out of order */
+            SR_CHECK_EQ(st.sacks_sent, 0);
+            SR_CHECK_EQ(st.sacks_rcvd, 0);
+            SR_CHECK_EQ(st.ooo_stored, 0);
+        }
+        SR_CHECK_EQ(st.sack_bad, 0); /* a softrdma peer's SACKs are all well-formed */
+    }
     scn_fini(s);
 }
 
@@ -904,6 +939,103 @@ static void test_mixed_storm(void)
     check_injected(true, true, true);
 }
 
+/* ---- forged SACKs ---- */
+
+/* The last cumulative PSN node 1 acknowledged, as the wire saw it. */
+static uint32_t forge_cum;
+static bool forge_seen;
+static void see_acks(struct scn *s, const struct scn_pkt_info *pi, struct scn_verdict *v)
+{
+    (void)s;
+    (void)v;
+    if (pi->from == 1 && (pi->opcode == SCN_OP_ACK || pi->opcode == SR_OP_SACK)) {
+        forge_cum = pi->psn;
+        forge_seen = true;
+    }
+}
+
+/* A SACK from node 1's address to node 0's QP, encoded as a peer would:
+ * kind 0 claims every PSN in flight arrived (a lie), 1 has a bitmap that
+ * is no whole 64-bit word, 2 a base PSN far outside the window, 3 a
+ * cumulative PSN never sent. Marked as a softrdma responder's answers are
+ * (SR_BTH_RESV7_SACK) when lie is set, else unmarked. */
+static void forge_sack(struct scn *s, int kind, bool marked)
+{
+    static uint8_t bm[2048 / 8]; /* the longest bitmap docs/WIRE.md allows */
+    memset(bm, 0xff, sizeof(bm));
+    struct sr_pkt p = {0};
+    p.bth.opcode = SR_OP_SACK;
+    p.bth.pkey = 0xffff;
+    p.bth.dest_qp = sr_qp_num(s->qp[0]);
+    p.bth.psn = kind == 3 ? sr_psn_add(forge_cum, 100000) : forge_cum;
+    p.bth.resv7 = marked ? SR_BTH_RESV7_SACK : 0;
+    p.aeth.syndrome = SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT;
+    p.sack.base_psn = sr_psn_add(forge_cum, kind == 2 ? 1u << 22 : 2);
+    p.payload = bm;
+    p.payload_len = kind == 1 ? 12 : sizeof(bm);
+    uint8_t buf[SR_MAX_HDR_LEN + sizeof(bm) + 16];
+    int n = sr_wire_encode(&p, buf, sizeof(buf));
+    SR_CHECK(n > 0);
+    uint8_t src[16];
+    scn_gid(src, 1);
+    if (n > 0)
+        sr_engine_rx(s->eng[0], buf, (size_t)n, src, s->now);
+}
+
+/* SACKs that lie or are malformed, mixed into a lossy transfer of WRITEs
+ * and READs: every byte still lands, every completion is a success in
+ * order, nothing completes twice, and the bad ones are counted. A lie can
+ * only delay: the marks are advisory, and the second timeout without
+ * progress discards them. To a standard requester, any SACK is dropped. */
+static void test_forged_sacks(void)
+{
+    enum { N = 24, L = 12 * KIB, RD = 2 << 20 };
+    for (uint64_t seed = 1; seed <= 3 * seed_mult; seed++) {
+        set_ctx("forged sacks", seed, 0.05);
+        struct scn s;
+        forge_seen = false;
+        scn_init(&s, &(struct scn_cfg){.seed = seed,
+                                       .loss = 0.05,
+                                       .retry_cnt = 7,
+                                       .psn = {0xffffff - 40, 9},
+                                       .filter = see_acks});
+        uint8_t *orig = malloc(SCN_MEM);
+        memcpy(orig, s.mem[1], SCN_MEM);
+        for (int i = 0; i < N; i++) {
+            uint64_t off = (uint64_t)i * L;
+            SR_CHECK_EQ(i % 3 == 2
+                            ? scn_post(&s, SR_WR_RDMA_READ, (uint64_t)i, RD + off, off, L, 0, 0)
+                            : scn_post(&s, SR_WR_RDMA_WRITE, (uint64_t)i, off, off, L, 0, 0),
+                        0);
+        }
+        struct scn_wait w = {0};
+        int kind = 0;
+        for (int round = 0; round < 20000 && w.got < N; round++) {
+            scn_collect(&s, &w, s.scq[0], N - w.got, 50000);
+            if (forge_seen) {
+                forge_sack(&s, kind % 4, (kind / 4) % 2);
+                kind++;
+            }
+        }
+        check_wcs(&w, N, SR_WC_SUCCESS, -1);
+        for (int i = 0; i < N; i++) {
+            uint64_t off = (uint64_t)i * L;
+            if (i % 3 == 2)
+                SR_CHECK_MEM(s.mem[0] + RD + off, orig + off, L);
+            else
+                SR_CHECK_MEM(s.mem[1] + off, s.mem[0] + off, L);
+        }
+        SR_CHECK_MEM(s.mem[1] + (size_t)N * L, orig + (size_t)N * L, SCN_MEM - (size_t)N * L);
+        check_quiet(&s, s.scq[0]);
+        struct sr_engine_stats st;
+        scn_stats(&s, 0, &st);
+        SR_CHECK(kind >= 4);
+        SR_CHECK(st.sack_bad > 0);
+        free(orig);
+        scn_fini(&s);
+    }
+}
+
 /* ---- the checks can fail ---- */
 
 /* The byte and completion checks above are live: a run that passes them,
@@ -929,8 +1061,19 @@ static void test_checks_can_fail(void)
     scn_fini(&s);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    const char *mode = argc > 1 ? argv[1] : "std";
+    if (!strcmp(mode, "sack")) {
+        sack_mode[0] = sack_mode[1] = true;
+    } else if (!strcmp(mode, "sack-std")) {
+        sack_mode[0] = true;
+    } else if (!strcmp(mode, "std-sack")) {
+        sack_mode[1] = true;
+    } else if (strcmp(mode, "std")) {
+        fprintf(stderr, "usage: loss_scenarios [std|sack|sack-std|std-sack]\n");
+        return 2;
+    }
     const char *k = getenv("LOSS_SCN_SEEDS");
     if (k && strtoull(k, NULL, 10) > 0)
         seed_mult = strtoull(k, NULL, 10);
@@ -945,8 +1088,16 @@ int main(void)
     SR_RUN(test_rnr_mid_lossy_sends);
     SR_RUN(test_mixed_storm);
     SR_RUN(test_pingpong_under_loss);
+    SR_RUN(test_forged_sacks);
     printf("wire: %" PRIu64 " rows, %" PRIu64 " packets, %" PRIu64 " dropped, %" PRIu64
            " delayed, %" PRIu64 " duplicated\n",
            tot.rows, tot.sent, tot.dropped, tot.delayed, tot.duplicated);
+    printf("selective recovery (%s): %" PRIu64 " SACKs, %" PRIu64
+           " requests kept out of order, %" PRIu64 " selective resends\n",
+           mode, sack_tot.sacks, sack_tot.stored, sack_tot.resends);
+    if (sack_mode[0] && sack_mode[1]) {
+        sr_test_ctx = "sack pairs used selective recovery";
+        SR_CHECK(sack_tot.sacks > 0 && sack_tot.stored > 0 && sack_tot.resends > 0);
+    }
     return SR_TEST_RESULT();
 }

@@ -75,6 +75,7 @@ struct scn_cfg {
     uint8_t max_rd_atomic; /* 0: 16 */
     scn_filter_fn filter;  /* optional */
     void *filter_arg;
+    bool sack[2]; /* each node's sr_engine_cfg.sack: selective recovery */
 };
 
 struct scn_pkt {
@@ -272,8 +273,10 @@ static void scn_init(struct scn *s, const struct scn_cfg *c)
     for (int i = 0; i < 2; i++) {
         s->ctx_id[i] = i;
         s->nth[i] = calloc(SCN_NTH, sizeof(uint16_t));
-        struct sr_engine_cfg ec = {
-            .ops = {.tx = scn_tx}, .ops_ctx = &s->ctx_id[i], .window_pkts = c->window_pkts};
+        struct sr_engine_cfg ec = {.ops = {.tx = scn_tx},
+                                   .ops_ctx = &s->ctx_id[i],
+                                   .window_pkts = c->window_pkts,
+                                   .sack = c->sack[i]};
         scn_gid(ec.gid, i);
         SR_CHECK_EQ(sr_engine_create(&ec, &s->eng[i]), 0);
         SR_CHECK_EQ(sr_pd_alloc(s->eng[i], &s->pd[i]), 0);

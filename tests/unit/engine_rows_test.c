@@ -572,6 +572,8 @@ static void run_row(struct victim *v, const struct row *r)
     if (r->exp < X_MALFORMED)
         for (int x = X_MALFORMED; x <= X_OTHER; x++)
             SR_CHECK_EQ(stat_of(&s1, x), stat_of(&s0, x));
+    SR_CHECK_EQ(s1.sack_bad - s0.sack_bad, r->exp == X_SACK_BAD);
+    SR_CHECK_EQ(s1.sacks_rcvd, s0.sacks_rcvd); /* no forged SACK is ever taken */
     SR_CHECK_EQ(s1.rx_duplicate - s0.rx_duplicate, !!(r->fx & FX_DUP));
     SR_CHECK_EQ(s1.err_naks_rcvd - s0.err_naks_rcvd, !!(r->fx & FX_ERR_RCVD));
     SR_CHECK_EQ(s1.rnr_naks_rcvd - s0.rnr_naks_rcvd, !!(r->fx & FX_RNR_RCVD));

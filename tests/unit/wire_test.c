@@ -79,6 +79,7 @@ static const struct {
     {0xb4, 44, false},
     {0xb6, 20, true},
     {0xb7, 20, true},
+    {0xf0, 24, true}, /* softrdma's SACK (docs/WIRE.md) */
 };
 
 static void test_opcode_table(void)
@@ -241,6 +242,54 @@ static void test_round_trip(void)
 
 /* Golden layouts written byte by byte from IBA 9.2, independent of the
  * encoder: RC RDMA WRITE ONLY with immediate, UD SEND ONLY, ATOMIC ACK. */
+/* docs/WIRE.md, byte for byte: the SACK, and a request advertising it in
+ * the BTH's Resv7. */
+static void test_sack_bytes(void)
+{
+    uint8_t buf[64];
+    static const uint8_t bm[8] = {0x05, 0, 0, 0, 0, 0, 0, 0x80};
+    struct sr_pkt p = {0};
+    p.bth = (struct sr_bth){.opcode = SR_OP_SACK, .pkey = 0xffff, .dest_qp = 0x12, .psn = 0xfffffe};
+    p.aeth = (struct sr_aeth){.syndrome = 0x1f, .msn = 7};
+    p.sack.flags = SR_SACK_F_ECE;
+    p.sack.base_psn = 0;
+    p.payload = bm;
+    p.payload_len = 8;
+    static const uint8_t want[] = {
+        0xf0, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x12, 0x00, 0xff, 0xff, 0xfe, /* BTH */
+        0x1f, 0x00, 0x00, 0x07,                                                 /* AETH */
+        0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* SACKETH: ECE, base 0 */
+        0x05, 0,    0,    0,    0,    0,    0,    0x80, /* bitmap */
+        0,    0,    0,    0,                            /* ICRC */
+    };
+    sr_test_ctx = "sack";
+    SR_CHECK_EQ(sr_wire_encode(&p, buf, sizeof(buf)), sizeof(want));
+    SR_CHECK_MEM(buf, want, sizeof(want));
+    struct sr_pkt d;
+    SR_CHECK_EQ(sr_wire_decode(buf, sizeof(want), 1024, &d), 24);
+    SR_CHECK_EQ(d.sack.flags, SR_SACK_F_ECE);
+    SR_CHECK_EQ(d.sack.base_psn, 0u);
+    SR_CHECK_EQ(d.payload_len, 8u);
+    SR_CHECK_EQ(d.aeth.msn, 7u);
+    /* a NAK syndrome is not a SACK's */
+    buf[12] = 0x60;
+    SR_CHECK(sr_wire_decode(buf, sizeof(want), 1024, &d) < 0);
+
+    memset(&p, 0, sizeof(p));
+    p.bth = (struct sr_bth){.opcode = 0x04,
+                            .pkey = 0xffff,
+                            .dest_qp = 0x12,
+                            .ack_req = true,
+                            .resv7 = SR_BTH_RESV7_SACK,
+                            .psn = 3};
+    sr_test_ctx = "resv7";
+    SR_CHECK_EQ(sr_wire_encode(&p, buf, sizeof(buf)), 16);
+    SR_CHECK_EQ(buf[8], 0x80 | 0x40);
+    SR_CHECK_EQ(sr_wire_decode(buf, 16, 1024, &d), 12);
+    SR_CHECK_EQ(d.bth.resv7, SR_BTH_RESV7_SACK);
+    SR_CHECK(d.bth.ack_req);
+}
+
 static void test_golden_bytes(void)
 {
     uint8_t buf[128];
@@ -485,6 +534,7 @@ int main(void)
     SR_RUN(test_opcode_table);
     SR_RUN(test_round_trip);
     SR_RUN(test_golden_bytes);
+    SR_RUN(test_sack_bytes);
     SR_RUN(test_malformed);
     SR_RUN(test_errors_distinct);
     SR_RUN(test_psn);

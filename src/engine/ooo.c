@@ -1,0 +1,310 @@
+/* ooo.c: the responder's out-of-order store (sack.h, docs/WIRE.md).
+ *
+ * Standard RC drops every request past a hole and NAKs the hole once
+ * (IBA 9.7.5.1.2), so one loss costs everything in flight behind it. To a
+ * requester that advertised SR_BTH_RESV7_SACK, this responder instead
+ * keeps a copy of each request whose PSN lies within its window past the
+ * expected PSN, and tells the requester what it holds with a SACK
+ * (cumulative PSN plus a bitmap). When the hole fills, the kept requests
+ * that follow it run through the ordinary responder state machine in PSN
+ * order (resp.c), as if they had just arrived: SEND, WRITE, READ, atomics
+ * and RNR keep their IBA semantics, an atomic executes once, and a WRITE's
+ * last byte is never written before the bytes before it.
+ *
+ * Bounds: per QP, the PSNs [epsn + 1, epsn + win) (win: cfg.ooo_pkts
+ * rounded up to a power of two, at most SR_OOO_MAX_PKTS) and one copy per
+ * PSN; per device, cfg.ooo_bytes of kept payload and slot headers. What
+ * does not fit is treated as standard: a sequence NAK and a drop. The
+ * store is allocated at the first packet kept, and freed when the QP
+ * errors, resets or is destroyed. */
+#include "engine_int.h"
+
+#include <stdlib.h>
+
+struct sr_ooo_slot {
+    struct sr_pkt pkt;
+    uint32_t span; /* PSNs it takes: a READ request takes its responses' */
+    uint32_t size; /* bytes charged to the device */
+    uint8_t data[];
+};
+
+struct sr_ooo {
+    uint32_t win; /* a power of two */
+    uint32_t cnt;
+    uint32_t hi;                /* one past the highest PSN a kept request takes */
+    uint32_t since_sack;        /* requests kept since the last SACK */
+    uint32_t seen;              /* epsn when the store last looked for stale requests */
+    bool draining;              /* sr_ooo_drain is running: no nested drain */
+    uint64_t *held;             /* win bits by PSN & (win - 1): the PSNs kept requests take */
+    struct sr_ooo_slot *slot[]; /* by PSN & (win - 1) */
+};
+
+/* The held bits of the PSNs [psn, psn + n). */
+static void held_set(struct sr_ooo *o, uint32_t psn, uint32_t n, bool on)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t b = (psn + k) & (o->win - 1);
+        if (on)
+            o->held[b >> 6] |= 1ull << (b & 63);
+        else
+            o->held[b >> 6] &= ~(1ull << (b & 63));
+    }
+}
+
+/* 64 held bits from position pos on, wrapping around the window. */
+static uint64_t held_word(const struct sr_ooo *o, uint32_t pos)
+{
+    uint32_t nw = o->win / 64, w = (pos & (o->win - 1)) >> 6, sh = pos & 63;
+    uint64_t v = o->held[w] >> sh;
+    if (sh)
+        v |= o->held[(w + 1) % nw] << (64 - sh);
+    return v;
+}
+
+static uint32_t ooo_win(const struct sr_engine *e)
+{
+    uint32_t want = e->cfg.ooo_pkts ? e->cfg.ooo_pkts : SR_OOO_DEF_PKTS;
+    uint32_t w = 64;
+    while (w < want && w < SR_OOO_MAX_PKTS)
+        w <<= 1;
+    return w;
+}
+
+static uint64_t ooo_cap(const struct sr_engine *e)
+{
+    return e->cfg.ooo_bytes ? e->cfg.ooo_bytes : SR_OOO_DEF_BYTES;
+}
+
+static void slot_free(struct sr_qp *qp, struct sr_ooo *o, uint32_t i)
+{
+    struct sr_ooo_slot *s = o->slot[i];
+    if (!s)
+        return;
+    qp->eng->ooo_bytes -= s->size;
+    held_set(o, s->pkt.bth.psn, s->span, false);
+    o->slot[i] = NULL;
+    o->cnt--;
+    free(s);
+}
+
+void sr_ooo_free(struct sr_qp *qp)
+{
+    struct sr_ooo *o = qp->resp.ooo;
+    if (!o)
+        return;
+    for (uint32_t i = 0; i < o->win && o->cnt; i++)
+        slot_free(qp, o, i);
+    free(o->held);
+    free(o);
+    qp->resp.ooo = NULL;
+}
+
+bool sr_ooo_sack_due(const struct sr_qp *qp)
+{
+    return qp->resp.ooo && qp->resp.ooo->cnt && qp->resp.peer_sack;
+}
+
+static uint8_t resp_base(const struct sr_qp *qp)
+{
+    return qp->type == SR_QPT_XRC_RECV ? SR_OP_XRC : SR_OP_RC;
+}
+
+void sr_ooo_send_sack(struct sr_qp *qp)
+{
+    struct sr_ooo *o = qp->resp.ooo;
+    uint32_t epsn = qp->resp.epsn;
+    uint32_t base = sr_psn_add(epsn, 1);
+    struct sr_engine *e = qp->eng;
+    if (!e->sack_ring && !(e->sack_ring = malloc((size_t)SR_SACK_RING * SR_SACK_MAX_BITS / 8)))
+        return; /* no SACK this time; the requester's probe covers it */
+    uint8_t *bm = e->sack_ring + (size_t)e->sack_ring_at * (SR_SACK_MAX_BITS / 8);
+    e->sack_ring_at = (e->sack_ring_at + 1) % SR_SACK_RING;
+    /* bits [0, top): the PSNs from base up to the highest one held */
+    int32_t reach = sr_psn_diff(o->hi, base);
+    uint32_t top = reach <= 0 ? 0 : SR_MIN((uint32_t)reach, SR_MIN(o->win - 1, SR_SACK_MAX_BITS));
+    for (uint32_t j = 0; j * 64 < SR_MAX(top, 1u); j++) {
+        uint64_t v = held_word(o, base + j * 64);
+        uint32_t left = top - j * 64;
+        if (top <= j * 64)
+            v = 0;
+        else if (left < 64)
+            v &= (1ull << left) - 1;
+        for (int k = 0; k < 8; k++)
+            bm[j * 8 + k] = (uint8_t)(v >> (8 * k)); /* LSB first (docs/WIRE.md) */
+    }
+    struct sr_pkt p = {0};
+    p.bth.opcode = SR_OP_SACK;
+    p.bth.pkey = 0xffff;
+    p.bth.dest_qp = qp->attr.dest_qp_num;
+    p.bth.psn = sr_psn_add(epsn, SR_PSN_MASK); /* cumulative: everything before epsn */
+    p.aeth.syndrome = SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT;
+    p.aeth.msn = qp->resp.msn & SR_PSN_MASK;
+    p.sack.base_psn = base;
+    p.payload_len = SR_MAX(1u, (top + 63) / 64) * 8;
+    struct sr_iov iov = {.base = bm, .len = p.payload_len};
+    e->stats.sacks_sent++;
+    o->since_sack = 0;
+    if (e->sack_ring_at) {
+        sr_engine_tx(e, qp, &p, &iov, 1, qp->attr.dgid);
+        return;
+    }
+    /* The ring wraps: every SACK queued so far leaves before its bitmap
+     * is reused (the flush flag, or the fence, sr_engine_ops). */
+    sr_engine_tx_flush(e, qp, &p, &iov, 1, qp->attr.dgid);
+    if (e->cfg.ops.tx_fence) {
+        e->fence_due = false;
+        e->cfg.ops.tx_fence(e->cfg.ops_ctx);
+    }
+}
+
+bool sr_ooo_answers_sack(const struct sr_engine *e, const struct sr_pkt *pkt)
+{
+    const struct sr_opcode_info *info = sr_opcode_info(pkt->bth.opcode);
+    return e->cfg.sack && info && (info->flags & SR_OPF_RESPONSE);
+}
+
+void sr_ooo_engine_fini(struct sr_engine *e)
+{
+    free(e->sack_ring);
+    e->sack_ring = NULL;
+}
+
+/* The plain cumulative ACK after a drain emptied the store (IBA 9.7.5.1.1
+ * lets the responder acknowledge at any time). */
+static void send_plain_ack(struct sr_qp *qp)
+{
+    struct sr_pkt p = {0};
+    p.bth.opcode = resp_base(qp) | SR_OP_ACK;
+    p.bth.pkey = 0xffff;
+    p.bth.dest_qp = qp->attr.dest_qp_num;
+    p.bth.psn = sr_psn_add(qp->resp.epsn, SR_PSN_MASK);
+    p.aeth.syndrome = SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT;
+    p.aeth.msn = qp->resp.msn & SR_PSN_MASK;
+    sr_engine_tx(qp->eng, qp, &p, NULL, 0, qp->attr.dgid);
+}
+
+bool sr_ooo_store(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err)
+{
+    struct sr_engine *e = qp->eng;
+    if (!e->cfg.sack || !qp->resp.peer_sack || decode_err)
+        return false;
+    uint32_t win = qp->resp.ooo ? qp->resp.ooo->win : ooo_win(e);
+    int32_t d = sr_psn_diff(pkt->bth.psn, qp->resp.epsn);
+    uint32_t span = 1;
+    if (pkt->hdrs & SR_HDR_BIT(SR_HDR_RETH) && SR_OPCODE_OP(pkt->bth.opcode) == SR_OP_READ_REQ) {
+        uint32_t pmtu = sr_qp_pmtu(qp);
+        span = pkt->reth.dma_len ? (uint32_t)(((uint64_t)pkt->reth.dma_len + pmtu - 1) / pmtu) : 1;
+    }
+    if (d < 1 || (uint64_t)d + span > win) {
+        e->stats.ooo_overflow++;
+        return false;
+    }
+    struct sr_ooo *o = qp->resp.ooo;
+    if (!o) {
+        o = calloc(1, sizeof(*o) + win * sizeof(o->slot[0]));
+        if (o)
+            o->held = calloc(win / 64, sizeof(uint64_t));
+        if (!o || !o->held) {
+            free(o);
+            e->stats.ooo_overflow++;
+            return false;
+        }
+        o->win = win;
+        o->seen = qp->resp.epsn;
+        qp->resp.ooo = o;
+    }
+    uint32_t i = pkt->bth.psn & (win - 1);
+    struct sr_ooo_slot *s = o->slot[i];
+    if (s && s->pkt.bth.psn == pkt->bth.psn) {
+        /* a copy of one kept already: it answers a probe like a duplicate */
+        e->stats.ooo_dup++;
+        if (pkt->bth.ack_req)
+            sr_ooo_send_sack(qp);
+        return true;
+    }
+    slot_free(qp, o, i); /* a stale request left behind by a jump of epsn */
+    uint32_t size = (uint32_t)sizeof(*s) + pkt->payload_len;
+    if (e->ooo_bytes + size > ooo_cap(e) || !(s = malloc(size))) {
+        e->stats.ooo_overflow++;
+        if (!o->cnt)
+            sr_ooo_free(qp);
+        return false;
+    }
+    s->pkt = *pkt;
+    s->span = span;
+    s->size = size;
+    if (pkt->payload_len)
+        memcpy(s->data, pkt->payload, pkt->payload_len);
+    s->pkt.payload = s->data;
+    o->slot[i] = s;
+    held_set(o, pkt->bth.psn, span, true);
+    if (!o->cnt++)
+        o->hi = qp->resp.epsn;
+    uint32_t end = sr_psn_add(pkt->bth.psn, span);
+    if (sr_psn_lt(o->hi, end))
+        o->hi = end;
+    e->ooo_bytes += size;
+    e->stats.ooo_stored++;
+    /* SACK a new hole at once, then every fourth request kept and every
+     * one that asks for an acknowledgement: enough for the requester to
+     * count DupThresh past a hole in one round trip (RFC 6675), a quarter
+     * of TCP's one duplicate ACK per segment (RFC 5681 4.2). */
+    if (o->cnt == 1 || pkt->bth.ack_req || ++o->since_sack >= 4)
+        sr_ooo_send_sack(qp);
+    return true;
+}
+
+static bool resp_alive(const struct sr_qp *qp)
+{
+    enum sr_qp_state s = qp->attr.qp_state;
+    return s == SR_QPS_RTR || s == SR_QPS_RTS || s == SR_QPS_SQD;
+}
+
+void sr_ooo_drain(struct sr_qp *qp, const uint8_t *src_gid, uint64_t now_ns)
+{
+    struct sr_ooo *o = qp->resp.ooo;
+    if (!o || !o->cnt || o->draining)
+        return;
+    o->draining = true;
+    bool ran = false;
+    while ((o = qp->resp.ooo) && o->cnt && resp_alive(qp)) {
+        uint32_t i = qp->resp.epsn & (o->win - 1);
+        struct sr_ooo_slot *s = o->slot[i];
+        if (!s || s->pkt.bth.psn != qp->resp.epsn)
+            break;
+        o->slot[i] = NULL;
+        o->cnt--;
+        qp->eng->ooo_bytes -= s->size;
+        held_set(o, s->pkt.bth.psn, s->span, false);
+        qp->eng->stats.ooo_drained++;
+        ran = true;
+        sr_resp_rx(qp, &s->pkt, 0, src_gid, now_ns);
+        free(s);
+    }
+    o = qp->resp.ooo; /* an error on the way freed it */
+    if (o) {
+        o->draining = false;
+        /* Requests epsn passed without running them (inside a READ's
+         * PSNs, sent by no correct requester) are stale: dropped, so that
+         * their bits never alias PSNs a window ahead. */
+        int32_t passed = sr_psn_diff(qp->resp.epsn, o->seen);
+        for (int32_t k = 0; k < passed && k < (int32_t)o->win && o->cnt; k++) {
+            uint32_t p = sr_psn_add(o->seen, (uint32_t)k);
+            struct sr_ooo_slot *s = o->slot[p & (o->win - 1)];
+            if (s && s->pkt.bth.psn == p)
+                slot_free(qp, o, p & (o->win - 1));
+        }
+        o->seen = qp->resp.epsn;
+        if (!o->cnt)
+            sr_ooo_free(qp);
+    }
+    if (!ran || !resp_alive(qp))
+        return;
+    /* The requester is recovering and waits for this answer; a held ACK
+     * leaves first so that acknowledgements stay in order. */
+    sr_resp_ack_first(qp, SR_ACK_EV_RESPONSE, now_ns);
+    if (sr_ooo_sack_due(qp))
+        sr_ooo_send_sack(qp);
+    else
+        send_plain_ack(qp);
+}

@@ -1,0 +1,275 @@
+/* sack.c: the requester's side of selective recovery (sack.h,
+ * docs/WIRE.md): a scoreboard of the PSNs in flight that SACKs showed
+ * received, loss detection over it (RFC 6675's DupThresh, and the tail
+ * rule: marks up to the last PSN sent leave nothing to wait for), and
+ * resends of the lost holes only, without moving the send pointer.
+ *
+ * The scoreboard is advisory (RFC 2018 section 8): completions still come
+ * from cumulative acknowledgements only, and a timeout, NAK or other
+ * rewind discards it and recovery falls back to go-back-N from comp.psn.
+ * A lying SACK can therefore delay a transfer but neither complete nor
+ * corrupt anything. */
+#include "engine_int.h"
+
+#include <stdlib.h>
+
+static uint32_t sb_bit(const struct sr_sack_sb *sb, uint32_t psn)
+{
+    return psn & (sb->cap - 1);
+}
+
+static bool sb_test(const struct sr_sack_sb *sb, uint32_t psn)
+{
+    uint32_t b = sb_bit(sb, psn);
+    return sb->bits[b >> 6] >> (b & 63) & 1;
+}
+
+struct sr_sack_sb *sr_sack_sb_new(uint32_t window_pkts, uint32_t psn)
+{
+    /* READ requests consume many PSNs: room for twice the window */
+    uint32_t cap = 1024;
+    while (cap < 2 * window_pkts && cap < (1u << 22))
+        cap <<= 1;
+    struct sr_sack_sb *sb = calloc(1, sizeof(*sb) + cap / 8);
+    if (!sb)
+        return NULL;
+    sb->cap = cap;
+    sr_sack_sb_reset(sb, psn);
+    return sb;
+}
+
+void sr_sack_sb_reset(struct sr_sack_sb *sb, uint32_t psn)
+{
+    memset(sb->bits, 0, sb->cap / 8);
+    sb->lo = sb->hi = sb->resent = psn & SR_PSN_MASK;
+    sb->cnt = 0;
+    sb->timed_out = false;
+    sb->lost_since = 0;
+}
+
+void sr_sack_sb_ack(struct sr_sack_sb *sb, uint32_t psn)
+{
+    if (!sr_psn_lt(sb->lo, psn))
+        return;
+    if (!sr_psn_lt(psn, sb->hi)) {
+        /* everything marked is acknowledged now */
+        if (sb->cnt)
+            sr_sack_sb_reset(sb, psn);
+        sb->lo = sb->hi = psn;
+        sb->timed_out = false;
+        if (sr_psn_lt(sb->resent, psn))
+            sb->resent = psn;
+        return;
+    }
+    for (uint32_t p = sb->lo; p != psn; p = sr_psn_add(p, 1)) {
+        uint32_t b = sb_bit(sb, p);
+        if (sb->bits[b >> 6] >> (b & 63) & 1) {
+            sb->bits[b >> 6] &= ~(1ull << (b & 63));
+            sb->cnt--;
+        }
+    }
+    sb->lo = psn;
+    sb->timed_out = false;
+    if (sr_psn_lt(sb->resent, psn))
+        sb->resent = psn;
+}
+
+uint32_t sr_sack_sb_mark(struct sr_sack_sb *sb, uint32_t base, const uint8_t *bitmap,
+                         uint32_t nbits, uint32_t max_sent, uint32_t *ignored)
+{
+    uint32_t added = 0;
+    for (uint32_t i = 0; i < nbits; i++) {
+        if (!bitmap[i >> 3]) {
+            i |= 7; /* a byte of holes */
+            continue;
+        }
+        if (!(bitmap[i >> 3] >> (i & 7) & 1))
+            continue;
+        uint32_t p = sr_psn_add(base, i);
+        if (sr_psn_lt(p, sb->lo))
+            continue; /* acknowledged already */
+        if (!sr_psn_lt(p, max_sent) || (uint32_t)sr_psn_diff(p, sb->lo) >= sb->cap) {
+            (*ignored)++; /* a PSN never sent, or out of range: a broken or lying peer */
+            continue;
+        }
+        if (sb_test(sb, p))
+            continue;
+        uint32_t b = sb_bit(sb, p);
+        sb->bits[b >> 6] |= 1ull << (b & 63);
+        sb->cnt++;
+        added++;
+        if (!sr_psn_lt(p, sb->hi))
+            sb->hi = sr_psn_add(p, 1);
+    }
+    return added;
+}
+
+bool sr_sack_sb_has(const struct sr_sack_sb *sb, uint32_t psn)
+{
+    return !sr_psn_lt(psn, sb->lo) && sr_psn_lt(psn, sb->hi) && sb_test(sb, psn);
+}
+
+uint32_t sr_sack_sb_lost_limit(const struct sr_sack_sb *sb, uint32_t max_sent, bool all)
+{
+    if (!sb->cnt)
+        return sb->lo;
+    if (all || sb->hi == max_sent)
+        return sb->hi;
+    uint32_t seen = 0;
+    for (uint32_t p = sr_psn_add(sb->hi, SR_PSN_MASK);; p = sr_psn_add(p, SR_PSN_MASK)) {
+        if (sb_test(sb, p) && ++seen == SR_SACK_DUPTHRESH)
+            return p;
+        if (p == sb->lo)
+            return sb->lo;
+    }
+}
+
+bool sr_sack_sb_next_hole(const struct sr_sack_sb *sb, uint32_t from, uint32_t limit, uint32_t *psn)
+{
+    if (sr_psn_lt(from, sb->lo))
+        from = sb->lo;
+    for (uint32_t p = from; sr_psn_lt(p, limit); p = sr_psn_add(p, 1)) {
+        if (!sb_test(sb, p)) {
+            *psn = p;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- on a QP ---- */
+static struct sr_sack_sb *qp_sb(struct sr_qp *qp, bool create)
+{
+    if (!qp->comp.sb && create)
+        qp->comp.sb = sr_sack_sb_new(qp->eng->cfg.window_pkts, qp->comp.psn);
+    if (qp->comp.sb)
+        sr_sack_sb_ack(qp->comp.sb, qp->comp.psn);
+    return qp->comp.sb;
+}
+
+void sr_sack_rx(struct sr_qp *qp, const struct sr_pkt *pkt, struct sr_comp_next *n)
+{
+    struct sr_engine *e = qp->eng;
+    uint32_t len = pkt->payload_len;
+    /* the bitmap: whole 64-bit words, at most SR_SACK_MAX_BITS */
+    if (len == 0 || len % 8 || len * 8 > SR_SACK_MAX_BITS) {
+        e->stats.sack_bad++;
+        return;
+    }
+    struct sr_sack_sb *sb = qp_sb(qp, true);
+    if (!sb)
+        return;
+    /* The base lies right after the cumulative PSN for a softrdma
+     * responder; anything outside the tracked range is not believed. */
+    int32_t d = sr_psn_diff(pkt->sack.base_psn, qp->comp.psn);
+    if (d < -(int32_t)SR_SACK_MAX_BITS || d >= (int32_t)sb->cap) {
+        e->stats.sack_bad++;
+        return;
+    }
+    uint32_t ignored = 0;
+    uint32_t added =
+        sr_sack_sb_mark(sb, pkt->sack.base_psn, pkt->payload, len * 8, qp->req.max_sent, &ignored);
+    if (ignored)
+        e->stats.sack_bad++;
+    if (added)
+        n->act |= SR_COMP_SACK;
+}
+
+void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
+{
+    enum sr_qp_state s = qp->attr.qp_state;
+    if ((s != SR_QPS_RTS && s != SR_QPS_SQD) || qp->req.rnr_wait)
+        return;
+    struct sr_sack_sb *sb = qp_sb(qp, false);
+    if (!sb || !sb->cnt)
+        return;
+    uint32_t limit = sr_sack_sb_lost_limit(sb, qp->req.max_sent, all);
+    uint32_t from = all ? sb->lo : sb->resent;
+    uint32_t h;
+    if (!all) {
+        /* A hole counted lost may only be late (reordered, RFC 8985 2.2):
+         * resend once it has been counted lost for a quarter of SRTT
+         * (RACK's reordering window, 6.2); the probe comes due then, so
+         * a hole no later SACK reports still goes in time. */
+        if (!sr_sack_sb_next_hole(sb, from, limit, &h)) {
+            sb->lost_since = 0;
+            return;
+        }
+        uint64_t wnd = qp->comp.rtt.valid ? qp->comp.rtt.srtt_ns / 4 : 0;
+        if (!sb->lost_since)
+            sb->lost_since = now_ns | 1;
+        if (now_ns - sb->lost_since < wnd) {
+            uint64_t at = sb->lost_since + wnd;
+            if (!qp->comp.probe_at || at < qp->comp.probe_at) {
+                qp->comp.probe_at = at;
+                sr_engine_activate(qp->eng, qp);
+            }
+            return;
+        }
+    }
+    sb->lost_since = 0;
+    int budget = SR_SACK_RESEND_MAX;
+    bool sent = false;
+    while (budget-- > 0 && sr_sack_sb_next_hole(sb, from, limit, &h)) {
+        bool one = false;
+        uint32_t used = sr_req_resend(qp, h, now_ns, &one);
+        if (qp->attr.qp_state != s)
+            return; /* the WQE failed: the QP left RTS */
+        if (!used)
+            break;
+        if (one) {
+            qp->eng->stats.sack_resends++;
+            sent = true;
+        }
+        from = sr_psn_add(h, used);
+        if (sr_psn_lt(sb->resent, from))
+            sb->resent = from;
+    }
+    if (sent || !qp->comp.probe_at)
+        sr_comp_probe_arm(qp, now_ns);
+}
+
+bool sr_sack_lost_pending(struct sr_qp *qp)
+{
+    struct sr_sack_sb *sb = qp_sb(qp, false);
+    return sb && sb->cnt && sb->lost_since;
+}
+
+bool sr_sack_probe_holes(struct sr_qp *qp)
+{
+    /* Marks with no hole below them (the cumulative ACK that covered
+     * them was lost) leave nothing to resend: the ordinary probe then
+     * asks for a fresh acknowledgement. */
+    struct sr_sack_sb *sb = qp_sb(qp, false);
+    uint32_t h;
+    return sb && sb->cnt && sr_sack_sb_next_hole(sb, sb->lo, sb->hi, &h);
+}
+
+/* A timeout with SACKed PSNs beyond a hole means the peer holds them but
+ * the hole's resend or its answer was lost, or sits behind a long queue
+ * (the round trip outgrew the timer). Resending the holes keeps what the
+ * peer holds; the next expiry without progress still goes back to
+ * comp.psn and discards the marks (RFC 2018 section 8: the receiver may
+ * have reneged). Each expiry consumes retry_cnt as before, so a peer that
+ * lies fails the QP in the same time a silent one does. */
+bool sr_sack_timeout_holes(struct sr_qp *qp)
+{
+    struct sr_sack_sb *sb = qp_sb(qp, false);
+    uint32_t h;
+    if (!sb || !sb->cnt || sb->timed_out || !sr_sack_sb_next_hole(sb, sb->lo, sb->hi, &h))
+        return false;
+    sb->timed_out = true;
+    return true;
+}
+
+void sr_sack_discard(struct sr_qp *qp)
+{
+    if (qp->comp.sb)
+        sr_sack_sb_reset(qp->comp.sb, qp->comp.psn);
+}
+
+void sr_sack_free(struct sr_qp *qp)
+{
+    free(qp->comp.sb);
+    qp->comp.sb = NULL;
+}

@@ -1,0 +1,108 @@
+/* sack.h: selective recovery between softrdma peers (docs/WIRE.md).
+ *   sack.c  the requester's scoreboard: which PSNs in flight a SACK showed
+ *           received, which holes count as lost, and their resends
+ *   ooo.c   the responder's out-of-order store: requests that arrived
+ *           past a hole, kept, acknowledged selectively, and run through
+ *           the responder in PSN order once the hole fills
+ * Both are used only on a QP whose peer agreed (SR_BTH_RESV7_SACK on its
+ * requests, sr_engine_cfg.sack on this device); SACK information is
+ * advisory: only cumulative acknowledgements complete work requests. */
+#ifndef SR_SACK_H
+#define SR_SACK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct sr_qp;
+struct sr_engine;
+struct sr_pkt;
+struct sr_comp_next;
+
+/* RFC 6675 DupThresh: a hole with this many PSNs SACKed after it is lost. */
+enum { SR_SACK_DUPTHRESH = 3 };
+/* Holes resent per SACK or probe, so one SACK cannot make the requester
+ * send a window's worth at once. */
+enum { SR_SACK_RESEND_MAX = 64 };
+/* The responder's window (PSNs past the expected one) and the longest
+ * bitmap a SACK carries. */
+enum { SR_OOO_DEF_PKTS = 2048, SR_OOO_MAX_PKTS = 4096, SR_SACK_MAX_BITS = 2048 };
+/* SACK bitmaps waiting in the driver's queue (their payload is referenced
+ * until the packet leaves, sr_engine_ops.tx): a ring per device. */
+enum { SR_SACK_RING = 256 };
+#define SR_OOO_DEF_BYTES (64ull << 20)
+
+/* ---- the scoreboard, pure (PSN arithmetic only; unit-tested alone) ---- */
+struct sr_sack_sb {
+    uint32_t cap;        /* bits: a power of two; PSNs [lo, lo + cap) are tracked */
+    uint32_t lo;         /* every PSN before it is acknowledged cumulatively */
+    uint32_t hi;         /* one past the highest PSN marked; == lo: none */
+    uint32_t cnt;        /* PSNs marked in [lo, hi) */
+    uint32_t resent;     /* holes before it were resent in this recovery */
+    bool timed_out;      /* a transport timeout since lo last moved */
+    uint64_t lost_since; /* when a hole not yet resent was first counted lost; 0: none */
+    uint64_t bits[];
+};
+
+/* A scoreboard for a window of window_pkts PSNs starting at psn; NULL
+ * when out of memory (SACKs are then ignored). */
+struct sr_sack_sb *sr_sack_sb_new(uint32_t window_pkts, uint32_t psn);
+/* Forget every mark (RFC 2018: after a timeout the receiver may have
+ * reneged); tracking starts again at psn. */
+void sr_sack_sb_reset(struct sr_sack_sb *sb, uint32_t psn);
+/* Cumulative acknowledgement: every PSN before psn is done. */
+void sr_sack_sb_ack(struct sr_sack_sb *sb, uint32_t psn);
+/* Marks the PSNs whose bit is set in bitmap (bit i: base + i, LSB first in
+ * each byte). Bits before lo are old news; bits at or past max_sent (never
+ * sent) or beyond the tracked range are counted in *ignored. Returns how
+ * many PSNs were newly marked. */
+uint32_t sr_sack_sb_mark(struct sr_sack_sb *sb, uint32_t base, const uint8_t *bitmap,
+                         uint32_t nbits, uint32_t max_sent, uint32_t *ignored);
+bool sr_sack_sb_has(const struct sr_sack_sb *sb, uint32_t psn);
+/* Every unmarked PSN before the result is lost: the SR_SACK_DUPTHRESH-th
+ * highest mark (RFC 6675 IsLost); or hi when the marks reach max_sent (no
+ * later packet will come to tell) or when all is set (a probe: everything
+ * still missing goes again). lo when nothing counts as lost. */
+uint32_t sr_sack_sb_lost_limit(const struct sr_sack_sb *sb, uint32_t max_sent, bool all);
+/* The first unmarked PSN in [from, limit), if any. */
+bool sr_sack_sb_next_hole(const struct sr_sack_sb *sb, uint32_t from, uint32_t limit,
+                          uint32_t *psn);
+
+/* ---- the requester (sack.c) ---- */
+/* A SACK passed the completer's range checks and its cumulative part was
+ * applied: marks its bitmap; asks for resends (SR_COMP_SACK) if it showed
+ * something new. */
+void sr_sack_rx(struct sr_qp *qp, const struct sr_pkt *pkt, struct sr_comp_next *n);
+/* Resend the holes that count as lost (all: every hole below the highest
+ * mark, for a probe); the send pointer stays where it is. */
+void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all);
+/* The probe timeout passed: true if the scoreboard knows holes, which the
+ * probe then resends instead of the last packet. */
+bool sr_sack_probe_holes(struct sr_qp *qp);
+/* The transport timer expired (a retry consumed): true when the holes
+ * alone go again, the marks kept, for the first expiry since the last
+ * cumulative progress; false for go-back-N (the marks are discarded). */
+bool sr_sack_timeout_holes(struct sr_qp *qp);
+/* A hole counted lost waits out its reordering window (sr_sack_resend):
+ * the probe timer fired for it. */
+bool sr_sack_lost_pending(struct sr_qp *qp);
+/* A go-back-N rewind or timeout: the marks are discarded. */
+void sr_sack_discard(struct sr_qp *qp);
+void sr_sack_free(struct sr_qp *qp);
+
+/* ---- the responder (ooo.c) ---- */
+/* A request beyond the expected PSN: kept and SACKed when the peer agreed
+ * and it fits (true), else the caller NAKs as standard (false). */
+bool sr_ooo_store(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err);
+/* After an in-order request: run the kept ones that now follow in order
+ * through the responder, then acknowledge. */
+void sr_ooo_drain(struct sr_qp *qp, const uint8_t *src_gid, uint64_t now_ns);
+/* An acknowledgement is owed while requests are kept: it goes as a SACK. */
+bool sr_ooo_sack_due(const struct sr_qp *qp);
+void sr_ooo_send_sack(struct sr_qp *qp);
+void sr_ooo_free(struct sr_qp *qp);
+void sr_ooo_engine_fini(struct sr_engine *e);
+/* A response to a requester that advertised SACKs carries the bit back
+ * (docs/WIRE.md): true for pkt when this device takes part. */
+bool sr_ooo_answers_sack(const struct sr_engine *e, const struct sr_pkt *pkt);
+
+#endif
