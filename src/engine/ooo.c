@@ -186,7 +186,9 @@ static void send_plain_ack(struct sr_qp *qp)
 bool sr_ooo_store(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err)
 {
     struct sr_engine *e = qp->eng;
-    if (!e->cfg.sack || !qp->resp.peer_sack || decode_err)
+    /* A same-host reference (sr_bulk.h) is not kept: its payload means
+     * something only during the call that delivered it, with its peer. */
+    if (!e->cfg.sack || !qp->resp.peer_sack || decode_err || e->bulk.rx)
         return false;
     uint32_t win = qp->resp.ooo ? qp->resp.ooo->win : ooo_win(e);
     int32_t d = sr_psn_diff(pkt->bth.psn, qp->resp.epsn);
@@ -267,6 +269,10 @@ void sr_ooo_drain(struct sr_qp *qp, const uint8_t *src_gid, uint64_t now_ns)
         return;
     o->draining = true;
     bool ran = false;
+    /* The packets kept are plain copies, even when the one that filled the
+     * hole came as a same-host reference (sr_bulk.h). */
+    bool bulk_rx = qp->eng->bulk.rx;
+    qp->eng->bulk.rx = false;
     while ((o = qp->resp.ooo) && o->cnt && resp_alive(qp)) {
         uint32_t i = qp->resp.epsn & (o->win - 1);
         struct sr_ooo_slot *s = o->slot[i];
@@ -281,6 +287,7 @@ void sr_ooo_drain(struct sr_qp *qp, const uint8_t *src_gid, uint64_t now_ns)
         sr_resp_rx(qp, &s->pkt, 0, src_gid, now_ns);
         free(s);
     }
+    qp->eng->bulk.rx = bulk_rx;
     o = qp->resp.ooo; /* an error on the way freed it */
     if (o) {
         o->draining = false;
