@@ -341,7 +341,8 @@ void sr_nic_flush(struct sr_nic *nic)
 void sr_nic_kick(struct sr_nic *nic)
 {
     uint64_t sleeping = atomic_load(&nic->sleep_until);
-    if (sleeping && sr_engine_next_deadline(nic->eng) < sleeping)
+    if (sleeping && sr_progress_kick(sleeping, sr_engine_next_deadline(nic->eng),
+                                     sr_udp_next_deadline(nic->udp)))
         nic_wake(nic);
 }
 

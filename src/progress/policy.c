@@ -23,6 +23,17 @@ const char *sr_progress_action_name(enum sr_progress_action a)
     return (unsigned)a < sizeof(names) / sizeof(names[0]) ? names[a] : "?";
 }
 
+/* A datagram held back by fault injection (SOFTRDMA_FAULT) is a deadline
+ * like a timer: the NIC thread that blocked before an inline pass held it
+ * would otherwise deliver it only when the next datagram wakes it, and if
+ * the application stops polling (it waits for this very packet on a
+ * completion channel, or exits) the peer's retransmission is the only
+ * such datagram. */
+bool sr_progress_kick(uint64_t sleep_until, uint64_t engine_deadline_ns, uint64_t held_deadline_ns)
+{
+    return sleep_until && SR_MIN(engine_deadline_ns, held_deadline_ns) < sleep_until;
+}
+
 /* The hand-off. While an application thread polls a CQ in a loop (each
  * empty poll runs the NIC inline), it picks packets up within a poll's
  * gap: the NIC thread stays off the socket for the hand-off after each

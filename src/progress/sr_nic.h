@@ -55,7 +55,8 @@ uint64_t sr_nic_now(void);
  * sr_nic_progress and sr_nic_posted flush by themselves). */
 void sr_nic_flush(struct sr_nic *nic);
 /* With the lock held: make sure the NIC thread notices a deadline earlier
- * than the one it sleeps until. */
+ * than the one it sleeps until: the engine's, or that of a datagram the
+ * UDP driver holds back (sr_progress_kick). */
 void sr_nic_kick(struct sr_nic *nic);
 /* With the lock held, after work was posted: its packets leave now
  * (flush; false: a pass due soon sends them) and the NIC thread notices

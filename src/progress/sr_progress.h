@@ -126,6 +126,13 @@ uint64_t sr_progress_handoff_until(const struct sr_progress *p, const struct sr_
                                    uint64_t now_ns);
 const char *sr_progress_action_name(enum sr_progress_action a);
 
+/* Whether an application thread's work (a post, an inline pass) must wake
+ * the NIC thread that sleeps towards sleep_until (0: it is awake): the
+ * engine's next deadline, or the UDP driver's next held datagram (an
+ * injected delay or reordering that the inline pass received), comes
+ * earlier. UINT64_MAX: none. */
+bool sr_progress_kick(uint64_t sleep_until, uint64_t engine_deadline_ns, uint64_t held_deadline_ns);
+
 /* An application thread's CQ poll, with the device lock held. */
 struct sr_progress_poll {
     bool wanted; /* it asked for completions (num_entries > 0) */

@@ -325,6 +325,28 @@ static void test_app_bulk(void)
     SR_CHECK(!sr_progress_app_bulk(b, b / 8));
 }
 
+/* An application thread's inline pass that the fault injector made hold
+ * a datagram back (reordering: 200 us) must wake a NIC thread blocked
+ * with no deadline or a later one: if the application then stops polling,
+ * nothing else delivers that datagram before the peer retransmits. The
+ * engine's deadline alone (the only input before) says no here. */
+static void test_kick_held_datagram(void)
+{
+    uint64_t held = T0 + 200 * US, timer = T0 + 67 * MS;
+    /* blocked with no deadline: no timer, the datagram is held */
+    SR_CHECK(sr_progress_kick(UINT64_MAX, UINT64_MAX, held));
+    /* blocked until the transport timer, the datagram is due earlier */
+    SR_CHECK(sr_progress_kick(timer, timer, held));
+    /* an earlier engine deadline wakes it as before */
+    SR_CHECK(sr_progress_kick(timer, T0 + 1 * MS, UINT64_MAX));
+    /* nothing earlier than what it sleeps towards: no wake-up */
+    SR_CHECK(!sr_progress_kick(held, timer, held));
+    SR_CHECK(!sr_progress_kick(T0 + 100 * US, timer, held));
+    SR_CHECK(!sr_progress_kick(UINT64_MAX, UINT64_MAX, UINT64_MAX));
+    /* awake (0): it looks at both by itself */
+    SR_CHECK(!sr_progress_kick(0, T0, held));
+}
+
 int main(void)
 {
     SR_RUN(test_handoff_after_poll);
@@ -339,5 +361,6 @@ int main(void)
     SR_RUN(test_ack_hold);
     SR_RUN(test_ack_release_on_poll);
     SR_RUN(test_app_bulk);
+    SR_RUN(test_kick_held_datagram);
     return SR_TEST_RESULT();
 }
