@@ -4,6 +4,8 @@
  * tool's own measurements; everything else comes from simulated time and
  * is the same for the same flags. See docs/FABRIC.md. */
 #define _POSIX_C_SOURCE 200809L
+#include "sr_cc.h"
+#include "sr_engine.h"
 #include "sr_fabric.h"
 
 #include <errno.h>
@@ -43,6 +45,9 @@ static void usage(FILE *out)
         "  --incast-n N --incast-dst H  senders and target of incast (8, 0)\n"
         "  --mode verified|header       payload mode (verified)\n"
         "  --mtu N --window PKTS --timeout CODE   engine settings (4096, 64, 8)\n"
+        "  --sack                       selective recovery between the hosts (docs/WIRE.md)\n"
+        "  --paths N --path-policy spray|adaptive   entropy values per QP (1: one)\n"
+        "  --cc SPEC                    congestion control, as SOFTRDMA_CC (none)\n"
         "  --fail A:B@US[-US]           cut cable A-B at US, restore at the second\n"
         "                               (e.g. leaf0:spine1@50-300); repeatable\n"
         "  --seed N --until MS          (1, 10000)\n"
@@ -50,6 +55,26 @@ static void usage(FILE *out)
         "  --sample US --series-csv FILE   delivered bytes per interval (100 us)\n"
         "  --pcap A:B FILE              capture link A->B (e.g. leaf0:spine1) as pcap\n"
         "  --progress                   progress line on stderr even when short\n");
+}
+
+/* What every host's engine gets beyond the fabric's own settings
+ * (sr_fabric_cfg.engine_cfg): the transport features under study. */
+struct eng_opts {
+    bool sack;
+    uint8_t paths, path_policy;
+    bool cc_on;
+    struct sr_cc_cfg cc;
+};
+
+static void host_engine_cfg(void *ctx, uint32_t host, struct sr_engine_cfg *ec)
+{
+    const struct eng_opts *eo = ctx;
+    ec->sack = eo->sack;
+    ec->paths = eo->paths;
+    ec->path_policy = eo->path_policy;
+    ec->paths_seed = host;
+    if (eo->cc_on)
+        ec->cc = &eo->cc;
 }
 
 static int parse_size(const char *s, uint64_t *out)
@@ -251,6 +276,10 @@ enum {
     OPT_SAMPLE,
     OPT_SERIES_CSV,
     OPT_PCAP,
+    OPT_SACK,
+    OPT_PATHS,
+    OPT_PATH_POLICY,
+    OPT_CC,
     OPT_HELP,
 };
 
@@ -290,6 +319,10 @@ static const struct option opts[] = {
     {"sample", required_argument, 0, OPT_SAMPLE},
     {"series-csv", required_argument, 0, OPT_SERIES_CSV},
     {"pcap", required_argument, 0, OPT_PCAP},
+    {"sack", no_argument, 0, OPT_SACK},
+    {"paths", required_argument, 0, OPT_PATHS},
+    {"path-policy", required_argument, 0, OPT_PATH_POLICY},
+    {"cc", required_argument, 0, OPT_CC},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
 };
@@ -320,7 +353,8 @@ int main(int argc, char **argv)
     bool progress = false;
     double bg_frac = 0, sample_us = 100;
     uint64_t bg_size = 1 << 20;
-    const char *series_csv = NULL, *pcap_link = NULL, *pcap_file = NULL;
+    const char *series_csv = NULL, *pcap_link = NULL, *pcap_file = NULL, *cc_spec = NULL;
+    struct eng_opts eo = {.path_policy = 1 /* spray */};
     int o;
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         uint64_t v = 0;
@@ -328,7 +362,8 @@ int main(int argc, char **argv)
                    o != OPT_FLOWS_CSV && o != OPT_LINKS_CSV && o != OPT_TRIM && o != OPT_PROGRESS &&
                    o != OPT_HELP && o != 'h' && o != '?' && o != OPT_PMAX && o != OPT_HRATE &&
                    o != OPT_FRATE && o != OPT_DETECT && o != OPT_BG_FRAC && o != OPT_LOSS &&
-                   o != OPT_SAMPLE && o != OPT_SERIES_CSV && o != OPT_PCAP;
+                   o != OPT_SAMPLE && o != OPT_SERIES_CSV && o != OPT_PCAP && o != OPT_SACK &&
+                   o != OPT_PATH_POLICY && o != OPT_CC;
         if (num && parse_size(optarg, &v) < 0) {
             fprintf(stderr, "srdma-fabric: bad number '%s'\n", optarg);
             return 2;
@@ -472,6 +507,29 @@ int main(int argc, char **argv)
             pcap_link = optarg;
             pcap_file = argv[optind++];
             break;
+        case OPT_SACK:
+            eo.sack = true;
+            break;
+        case OPT_PATHS:
+            if (v < 1 || v > 16) {
+                fprintf(stderr, "srdma-fabric: bad --paths '%s' (1 to 16)\n", optarg);
+                return 2;
+            }
+            eo.paths = (uint8_t)v;
+            break;
+        case OPT_PATH_POLICY:
+            if (!strcmp(optarg, "spray"))
+                eo.path_policy = 1;
+            else if (!strcmp(optarg, "adaptive"))
+                eo.path_policy = 2;
+            else {
+                fprintf(stderr, "srdma-fabric: unknown path policy '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case OPT_CC:
+            cc_spec = optarg;
+            break;
         case OPT_HELP:
         case 'h':
             usage(stdout);
@@ -485,6 +543,22 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (cc_spec) {
+        char why[160];
+        eo.cc.line_rate_bps = c.host_link.rate_bps; /* what a host's NIC sends at */
+        if (sr_cc_parse(cc_spec, &eo.cc, why, sizeof(why))) {
+            fprintf(stderr, "srdma-fabric: %s\n", why);
+            return 2;
+        }
+        eo.cc_on = eo.cc.algo != SR_CC_NONE;
+    }
+    /* Spraying reorders: without selective recovery the hosts' go-back-N
+     * would rewind on every overtaking packet, so it sprays only with
+     * --sack (the engine's rule, sr_qp_reorder_ok). */
+    if (eo.paths > 1 && !eo.sack)
+        fprintf(stderr, "srdma-fabric: --paths without --sack keeps one path per QP\n");
+    c.engine_cfg = host_engine_cfg;
+    c.engine_cfg_ctx = &eo;
     c.fabric_link.buffer_bytes = buffer;
     c.host_link.buffer_bytes = buffer;
     if (series_csv)

@@ -64,6 +64,12 @@ void sr_comp_probe_arm(struct sr_qp *qp, uint64_t now_ns)
         return;
     }
     qp->comp.probe_at = now_ns + pto;
+    /* A hole counted lost and waiting out its reordering window (sack.c)
+     * keeps that earlier time: re-arming the probe for newer sends must
+     * not push its resend back to a probe timeout. */
+    uint64_t rack = sr_sack_lost_deadline(qp);
+    if (rack && rack < qp->comp.probe_at)
+        qp->comp.probe_at = rack;
     sr_engine_activate(qp->eng, qp);
 }
 

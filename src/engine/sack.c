@@ -235,6 +235,14 @@ bool sr_sack_lost_pending(struct sr_qp *qp)
     return sb && sb->cnt && sb->lost_since;
 }
 
+uint64_t sr_sack_lost_deadline(const struct sr_qp *qp)
+{
+    const struct sr_sack_sb *sb = qp->comp.sb;
+    if (!sb || !sb->cnt || !sb->lost_since)
+        return 0;
+    return sb->lost_since + (qp->comp.rtt.valid ? qp->comp.rtt.srtt_ns / 4 : 0);
+}
+
 bool sr_sack_probe_holes(struct sr_qp *qp)
 {
     /* Marks with no hole below them (the cumulative ACK that covered

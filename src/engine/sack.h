@@ -85,6 +85,8 @@ bool sr_sack_timeout_holes(struct sr_qp *qp);
 /* A hole counted lost waits out its reordering window (sr_sack_resend):
  * the probe timer fired for it. */
 bool sr_sack_lost_pending(struct sr_qp *qp);
+/* When the hole counted lost ends its reordering window; 0: none waits. */
+uint64_t sr_sack_lost_deadline(const struct sr_qp *qp);
 /* A go-back-N rewind or timeout: the marks are discarded. */
 void sr_sack_discard(struct sr_qp *qp);
 void sr_sack_free(struct sr_qp *qp);

@@ -22,5 +22,10 @@ bad --pcap leaf0:nowhere /dev/null
 bad --pcap leaf0 /dev/null
 bad --pcap leaf0:spine0 /nonexistent-dir/x.pcap
 bad --workload perm --bg-frac 0.01                # rounds to fewer than 2 hosts
+bad --paths 0
+bad --paths 17
+bad --path-policy bogus
+bad --cc bogus
+bad --cc dcqcn,nosuch=1
 [ $fail -eq 0 ] && echo "all bad invocations refused cleanly"
 exit $fail

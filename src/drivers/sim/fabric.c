@@ -690,7 +690,9 @@ static int fab_host_tx(void *ctx, const struct sr_tx_pkt *t)
         return -1;
     size_t len = (size_t)hl + tlen;
     size_t hdr = (size_t)hl + t->hdr_len;
-    bool full = f->cfg.mode == SR_FABRIC_VERIFIED;
+    /* Header-only mode drops payload that is data; a SACK's bitmap is
+     * control (docs/WIRE.md), which the requester reads: it travels whole. */
+    bool full = f->cfg.mode == SR_FABRIC_VERIFIED || t->hdr[0] == SR_OP_SACK;
     size_t stored = full ? len : hdr;
     struct fab_pkt *p = fab_pkt_alloc(f, stored);
     if (!p)
@@ -766,7 +768,7 @@ static void fab_host_rx(struct sr_fabric *f, struct fab_host *h, struct fab_pkt 
     /* CE (RFC 3168 5) in the IPv4 TOS: DCQCN's notification point */
     bool ce = (pkt[1] & 3) == 3;
     uint32_t payload = p->len - p->hdr_len;
-    if (f->cfg.sample_ns && payload > SR_ICRC_LEN) {
+    if (f->cfg.sample_ns && payload > SR_ICRC_LEN && pkt[FAB_L3_LEN] != SR_OP_SACK) {
         /* Delivered = the engine kept it: none of its discard counters
          * (out of sequence after a NAK, duplicate, ...) moved. */
         struct sr_engine_stats a, b;
