@@ -58,11 +58,12 @@ void sr_sack_sb_ack(struct sr_sack_sb *sb, uint32_t psn);
 uint32_t sr_sack_sb_mark(struct sr_sack_sb *sb, uint32_t base, const uint8_t *bitmap,
                          uint32_t nbits, uint32_t max_sent, uint32_t *ignored);
 bool sr_sack_sb_has(const struct sr_sack_sb *sb, uint32_t psn);
-/* Every unmarked PSN before the result is lost: the SR_SACK_DUPTHRESH-th
- * highest mark (RFC 6675 IsLost); or hi when the marks reach max_sent (no
- * later packet will come to tell) or when all is set (a probe: everything
- * still missing goes again). lo when nothing counts as lost. */
-uint32_t sr_sack_sb_lost_limit(const struct sr_sack_sb *sb, uint32_t max_sent, bool all);
+/* Every unmarked PSN before the result is lost: the dupthresh-th highest
+ * mark (RFC 6675 IsLost; SR_SACK_DUPTHRESH, or more on a sprayed QP); or hi when the marks reach
+ * max_sent (no later packet will come to tell) or when all is set (a probe: everything still
+ * missing goes again). lo when nothing counts as lost. */
+uint32_t sr_sack_sb_lost_limit(const struct sr_sack_sb *sb, uint32_t max_sent, bool all,
+                               uint32_t dupthresh);
 /* The first unmarked PSN in [from, limit), if any. */
 bool sr_sack_sb_next_hole(const struct sr_sack_sb *sb, uint32_t from, uint32_t limit,
                           uint32_t *psn);

@@ -33,14 +33,16 @@ static void run_basic(uint32_t lo)
     SR_CHECK_EQ(ign, 0);
     SR_CHECK(sr_sack_sb_has(sb, sr_psn_add(lo, 1)) && !sr_sack_sb_has(sb, lo));
     /* two marks past the hole: not yet lost (DupThresh 3) */
-    SR_CHECK_EQ(sr_sack_sb_lost_limit(sb, max_sent, false), lo);
+    SR_CHECK_EQ(sr_sack_sb_lost_limit(sb, max_sent, false, SR_SACK_DUPTHRESH), lo);
     /* a probe resends every hole below the highest mark */
-    SR_CHECK_EQ(sr_sack_sb_lost_limit(sb, max_sent, true), sr_psn_add(lo, 3));
+    SR_CHECK_EQ(sr_sack_sb_lost_limit(sb, max_sent, true, SR_SACK_DUPTHRESH), sr_psn_add(lo, 3));
     /* a third mark: the hole is lost; the same bits again add nothing */
     bits(bm, sizeof(bm), (const int[]){0, 1, 4}, 3);
     SR_CHECK_EQ(sr_sack_sb_mark(sb, sr_psn_add(lo, 1), bm, 64, max_sent, &ign), 1);
-    uint32_t lim = sr_sack_sb_lost_limit(sb, max_sent, false);
+    uint32_t lim = sr_sack_sb_lost_limit(sb, max_sent, false, SR_SACK_DUPTHRESH);
     SR_CHECK_EQ(lim, sr_psn_add(lo, 1)); /* the third-highest mark */
+    /* a QP sprayed over 4 paths waits for a fourth mark */
+    SR_CHECK_EQ(sr_sack_sb_lost_limit(sb, max_sent, false, 4), lo);
     uint32_t h = 0;
     SR_CHECK(sr_sack_sb_next_hole(sb, lo, lim, &h) && h == lo);
     /* lo+3 and lo+4.. are holes too, but only lo has 3 marks past it */
@@ -64,11 +66,11 @@ static void run_basic(uint32_t lo)
     bits(bm, sizeof(bm), (const int[]){19}, 1);
     sr_sack_sb_mark(sb, lo, bm, 64, max_sent, &ign);
     SR_CHECK_EQ(sb->hi, max_sent);
-    SR_CHECK_EQ(sr_sack_sb_lost_limit(sb, max_sent, false), max_sent);
+    SR_CHECK_EQ(sr_sack_sb_lost_limit(sb, max_sent, false, SR_SACK_DUPTHRESH), max_sent);
     /* an ACK past everything empties it; a reset forgets */
     sr_sack_sb_ack(sb, max_sent);
     SR_CHECK_EQ(sb->cnt, 0u);
-    SR_CHECK_EQ(sr_sack_sb_lost_limit(sb, max_sent, true), max_sent);
+    SR_CHECK_EQ(sr_sack_sb_lost_limit(sb, max_sent, true, SR_SACK_DUPTHRESH), max_sent);
     sr_sack_sb_mark(sb, max_sent, bm, 64, sr_psn_add(max_sent, 64), &ign);
     SR_CHECK_EQ(sb->cnt, 1u);
     sr_sack_sb_reset(sb, max_sent);
