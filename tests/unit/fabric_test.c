@@ -8,6 +8,7 @@
 #include "sr_fabric.h"
 #include "sr_test.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 static struct sr_fabric_cfg base_cfg(enum sr_fabric_topo topo)
@@ -622,6 +623,14 @@ static void test_collective_link_failure(void)
     sr_fabric_destroy(f);
 }
 
+/* Selective recovery, one path per QP. */
+static void sack_spray_fn_1(void *ctx, uint32_t host, struct sr_engine_cfg *ec)
+{
+    (void)ctx;
+    (void)host;
+    ec->sack = true;
+}
+
 /* Selective recovery and spraying over 4 paths on every host. */
 static void sack_spray_fn(void *ctx, uint32_t host, struct sr_engine_cfg *ec)
 {
@@ -630,6 +639,56 @@ static void sack_spray_fn(void *ctx, uint32_t host, struct sr_engine_cfg *ec)
     ec->paths = 4;
     ec->path_policy = 1; /* spray */
     ec->paths_seed = host;
+}
+
+/* 16 entropy values per QP; every host takes part. */
+static void spray16_fn(void *ctx, uint32_t host, struct sr_engine_cfg *ec)
+{
+    (void)ctx;
+    ec->sack = true;
+    ec->paths = 16;
+    ec->path_policy = 1; /* spray */
+    ec->paths_seed = host;
+}
+
+/* One QP from leaf0 to leaf1 over a 4-spine leaf-spine: sprayed, its data
+ * crosses every spine; on one path, exactly one; every byte arrives. */
+static void test_spray_uses_every_path(void)
+{
+    for (int spray = 0; spray < 2; spray++) {
+        struct sr_fabric_cfg c = base_cfg(SR_FABRIC_LEAF_SPINE);
+        c.spines = 4;
+        if (spray)
+            c.engine_cfg = spray16_fn;
+        else
+            c.engine_cfg = sack_spray_fn_1;
+        struct sr_fabric *f = make(&c);
+        SR_CHECK(sr_fabric_add_flow(f, 0, 4, 4 << 20, 0) >= 0); /* h0 on leaf0 to h4 on leaf1 */
+        SR_CHECK_EQ(run_checked(f, 20000, 200000000), SR_FABRIC_DONE);
+        check_all_ok(f);
+        int leaf0 = sr_fabric_find_node(f, "leaf0");
+        uint32_t used = 0;
+        uint64_t least = UINT64_MAX, most = 0;
+        for (int sp = 0; sp < 4; sp++) {
+            char name[16];
+            snprintf(name, sizeof(name), "spine%d", sp);
+            struct sr_fabric_link_stats l;
+            sr_fabric_link_stats(f, sr_fabric_find_link(f, leaf0, sr_fabric_find_node(f, name)),
+                                 &l);
+            used += l.tx_bytes > (1u << 20) / 8; /* more than ACKs: data */
+            least = l.tx_bytes < least ? l.tx_bytes : least;
+            most = l.tx_bytes > most ? l.tx_bytes : most;
+        }
+        if (spray) {
+            /* 16 values hash unevenly onto 4 spines (ECMP is oblivious),
+             * but each takes a share of the data */
+            SR_CHECK_EQ(used, 4u);
+            SR_CHECK(least > 0 && most < (4u << 20));
+        } else {
+            SR_CHECK_EQ(used, 1u);
+        }
+        sr_fabric_destroy(f);
+    }
 }
 
 static uint64_t coll_digest(uint64_t seed, enum sr_fabric_mode mode, bool hd, bool sack)
@@ -685,5 +744,6 @@ int main(void)
     SR_RUN(test_engine_cfg_hook);
     SR_RUN(test_collective_link_failure);
     SR_RUN(test_collective_determinism);
+    SR_RUN(test_spray_uses_every_path);
     return SR_TEST_RESULT();
 }
