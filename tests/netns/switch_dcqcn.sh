@@ -29,22 +29,7 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 sw_start "$swbin" "$out/sw" --rate 1G --buffer 64K --kmin 8K --kmax 48K --pmax 0.2
-p1=$port p2=$((port + 1))
-host 2 "${HOST_ADDR[2]}" timeout 30 ib_write_bw -D 2 -s 65536 --report_gbits -p $p1 >"$out/srv1" 2>&1 &
-s1=$!
-host 2 "${HOST_ADDR2[2]}" timeout 30 ib_write_bw -D 2 -s 65536 --report_gbits -p $p2 >"$out/srv2" 2>&1 &
-s2=$!
-sr_wait_listen $p1 ip netns exec "${HOST_NS[2]}" && sr_wait_listen $p2 ip netns exec "${HOST_NS[2]}" ||
-  { echo "FAIL: servers not listening"; cat "$out/srv1" "$out/srv2"; exit 1; }
-host 0 "${HOST_ADDR[0]}" timeout 30 ib_write_bw -D 2 -s 65536 --report_gbits -p $p1 "${HOST_ADDR[2]}" >"$out/cli1" 2>&1 &
-c1=$!
-host 1 "${HOST_ADDR[1]}" timeout 30 ib_write_bw -D 2 -s 65536 --report_gbits -p $p2 "${HOST_ADDR2[2]}" >"$out/cli2" 2>&1 &
-c2=$!
-rcs=
-for p in $c1 $c2 $s1 $s2; do
-  wait $p
-  rcs="$rcs $?"
-done
+sw_incast2 "$out" "$port"
 sw_stop
 for f in cli1 cli2 srv1 srv2; do echo "--- $f"; grep -E "65536|softrdma: (cc|stats)|error|status" "$out/$f"; done
 echo "--- switch"; cat "$out/sw"

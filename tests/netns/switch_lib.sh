@@ -67,6 +67,30 @@ sw_stop() {
   SW_PID=
 }
 
+# sw_incast2 OUT PORT: the 2-to-1 incast through the switch: ib_write_bw
+# servers on both of h2's addresses (PORT and PORT + 1), a client on h0
+# and one on h1, 2 s of 64 KiB WRITEs each, every process started with the
+# caller's host() function; their output in OUT/cli1, cli2, srv1, srv2 and
+# their exit statuses, clients first, in rcs.
+sw_incast2() {
+  local o=$1 p1=$2 p2=$(($2 + 1)) s1 s2 c1 c2 p
+  host 2 "${HOST_ADDR[2]}" timeout 30 ib_write_bw -D 2 -s 65536 --report_gbits -p $p1 >"$o/srv1" 2>&1 &
+  s1=$!
+  host 2 "${HOST_ADDR2[2]}" timeout 30 ib_write_bw -D 2 -s 65536 --report_gbits -p $p2 >"$o/srv2" 2>&1 &
+  s2=$!
+  sr_wait_listen $p1 ip netns exec "${HOST_NS[2]}" && sr_wait_listen $p2 ip netns exec "${HOST_NS[2]}" ||
+    { echo "FAIL: servers not listening"; cat "$o/srv1" "$o/srv2"; exit 1; }
+  host 0 "${HOST_ADDR[0]}" timeout 30 ib_write_bw -D 2 -s 65536 --report_gbits -p $p1 "${HOST_ADDR[2]}" >"$o/cli1" 2>&1 &
+  c1=$!
+  host 1 "${HOST_ADDR[1]}" timeout 30 ib_write_bw -D 2 -s 65536 --report_gbits -p $p2 "${HOST_ADDR2[2]}" >"$o/cli2" 2>&1 &
+  c2=$!
+  rcs=
+  for p in $c1 $c2 $s1 $s2; do
+    wait $p
+    rcs="$rcs $?"
+  done
+}
+
 # sw_counter OUT PORT NAME: one counter of one port from the exit report
 sw_counter() {
   sed -n "s/^port $2 .* $3=\([0-9]*\).*/\1/p" "$1"
