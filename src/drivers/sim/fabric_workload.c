@@ -7,21 +7,32 @@
 
 #include <stdlib.h>
 
+/* 0 .. n-1 (n >= 1) in an order from the workload stream; NULL when out of
+ * memory. Fisher-Yates gives a uniform permutation; with one_cycle,
+ * Sattolo's variant (j < i) gives a single n-cycle: i -> p[i] never maps
+ * an index to itself. */
+static uint32_t *fab_shuffled(struct sr_fabric *f, uint32_t n, bool one_cycle)
+{
+    uint32_t *p = malloc(n * sizeof(*p));
+    if (!p)
+        return NULL;
+    for (uint32_t i = 0; i < n; i++)
+        p[i] = i;
+    for (uint32_t i = n - 1; i > 0; i--) {
+        uint32_t j = fab_below(fab_rand(f), one_cycle ? i : i + 1), t = p[i];
+        p[i] = p[j];
+        p[j] = t;
+    }
+    return p;
+}
+
 int sr_fabric_permutation(struct sr_fabric *f, uint64_t bytes, uint64_t start_ns)
 {
     uint32_t n = sr_fabric_host_cnt(f);
-    uint32_t *perm = malloc(n * sizeof(*perm));
+    /* a single n-cycle, so no host sends to itself */
+    uint32_t *perm = fab_shuffled(f, n, true);
     if (!perm)
         return SR_ERR_NOMEM;
-    for (uint32_t i = 0; i < n; i++)
-        perm[i] = i;
-    /* Sattolo's shuffle: a single n-cycle, so no host sends to itself. */
-    for (uint32_t i = n - 1; i > 0; i--) {
-        uint32_t j = fab_below(fab_rand(f), i);
-        uint32_t t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
     int err = 0;
     for (uint32_t i = 0; i < n && err >= 0; i++)
         err = sr_fabric_add_flow(f, i, perm[i], bytes, start_ns);
@@ -35,17 +46,9 @@ int sr_fabric_incast(struct sr_fabric *f, uint32_t dst, uint32_t senders, uint64
     uint32_t n = sr_fabric_host_cnt(f);
     if (dst >= n || !senders || senders > n - 1)
         return SR_ERR_INVAL;
-    uint32_t *ord = malloc(n * sizeof(*ord));
+    uint32_t *ord = fab_shuffled(f, n, false);
     if (!ord)
         return SR_ERR_NOMEM;
-    for (uint32_t i = 0; i < n; i++)
-        ord[i] = i;
-    for (uint32_t i = n - 1; i > 0; i--) {
-        uint32_t j = fab_below(fab_rand(f), i + 1);
-        uint32_t t = ord[i];
-        ord[i] = ord[j];
-        ord[j] = t;
-    }
     int err = 0;
     for (uint32_t i = 0, cnt = 0; i < n && cnt < senders && err >= 0; i++) {
         if (ord[i] == dst)
@@ -149,27 +152,13 @@ int sr_fabric_background(struct sr_fabric *f, double frac, uint64_t bytes, uint6
     uint32_t m = (uint32_t)(frac * n + 0.5);
     if (m < 2)
         return SR_ERR_INVAL;
-    uint32_t *ord = malloc(n * sizeof(*ord));
+    /* a uniform shuffle picks the m hosts (the first m), and one cycle
+     * over those pairs them, so none sends to itself */
+    uint32_t *ord = fab_shuffled(f, n, false);
     if (!ord)
         return SR_ERR_NOMEM;
-    for (uint32_t i = 0; i < n; i++)
-        ord[i] = i;
-    /* Fisher-Yates picks the m hosts (the first m after shuffling); a
-     * Sattolo shuffle of those makes one cycle, so none sends to itself. */
-    for (uint32_t i = n - 1; i > 0; i--) {
-        uint32_t j = fab_below(fab_rand(f), i + 1), t = ord[i];
-        ord[i] = ord[j];
-        ord[j] = t;
-    }
-    uint32_t *cyc = malloc(m * sizeof(*cyc));
+    uint32_t *cyc = fab_shuffled(f, m, true);
     int err = cyc ? 0 : SR_ERR_NOMEM;
-    for (uint32_t i = 0; cyc && i < m; i++)
-        cyc[i] = i;
-    for (uint32_t i = m - 1; cyc && i > 0; i--) {
-        uint32_t j = fab_below(fab_rand(f), i), t = cyc[i];
-        cyc[i] = cyc[j];
-        cyc[j] = t;
-    }
     for (uint32_t i = 0; cyc && i < m && err >= 0; i++)
         err = sr_fabric_add_flow(f, ord[i], ord[cyc[i]], bytes, start_ns);
     free(cyc);
