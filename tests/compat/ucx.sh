@@ -6,8 +6,9 @@
 #     UCX_NET_DEVICES: tag_lat, tag_bw, ucp_put_bw, ucp_put_lat, ucp_get at
 #     8 B, 4 KiB, 64 KiB and 1 MiB all finish; then ucp_get of 64 KiB takes
 #     no more than 3 x ucp_put_lat (8 B) + 3 x ucp_put_lat (64 KiB, which
-#     is mostly its transfer time): best of 3 runs, a bound on progress
-#     with a wide margin for a loaded machine, not a speed target. READs
+#     is mostly its transfer time), the bound measured beside it, in up to
+#     3 attempts: a bound on progress with a wide margin for a loaded
+#     machine, not a speed target. READs
 #     left waiting for the target's polls took 600..1100 us.
 set -u
 libdir=$1 mode=$2
@@ -56,16 +57,21 @@ for t in tag_lat tag_bw ucp_put_bw ucp_put_lat ucp_get; do
 done
 [ $rc -eq 0 ] || exit 1
 
-best=
+# Each attempt measures its bound right before its ucp_get, so both see
+# the same load on a shared machine; the first attempt within its bound
+# passes.
 for i in 1 2 3; do
-  r=$(perf ucp_get 65536 2000)
-  [ -n "$r" ] || continue
+  p8=$(perf ucp_put_lat 8 2000) p64=$(perf ucp_put_lat 65536 2000) r=$(perf ucp_get 65536 2000)
+  [ -n "$p8" ] && [ -n "$p64" ] && [ -n "$r" ] || { echo "attempt $i: a run did not finish"; continue; }
+  read -r _ l8 _ <<<"$p8"
+  read -r _ l64 _ <<<"$p64"
   read -r _ l _ <<<"$r"
-  best=$(awk -v a="$l" -v b="${best:-$l}" 'BEGIN {print (a < b ? a : b)}')
+  bound=$(awk -v a="$l8" -v b="$l64" 'BEGIN {printf "%.1f", 3 * a + 3 * b}')
+  echo "ucp_get 64 KiB, attempt $i: $l us; bound $bound us (3 x put_lat 8 B $l8 + 3 x put_lat 64 KiB $l64)"
+  if awk -v g="$l" -v b="$bound" 'BEGIN {exit !(g <= b)}'; then
+    echo "OK"
+    exit 0
+  fi
 done
-bound=$(awk -v a="${lat[ucp_put_lat.8]}" -v b="${lat[ucp_put_lat.65536]}" 'BEGIN {printf "%.1f", 3 * a + 3 * b}')
-echo "ucp_get 64 KiB: best ${best:-none} us; bound $bound us (3 x put_lat 8 B ${lat[ucp_put_lat.8]} + 3 x put_lat 64 KiB ${lat[ucp_put_lat.65536]})"
-if [ -z "$best" ] || ! awk -v g="$best" -v b="$bound" 'BEGIN {exit !(g <= b)}'; then
-  echo "FAIL: ucp_get 64 KiB slower than the bound: READs wait for the target's polls"; exit 1
-fi
-echo "OK"
+echo "FAIL: ucp_get 64 KiB slower than the bound: READs wait for the target's polls"
+exit 1
