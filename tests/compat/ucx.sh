@@ -5,12 +5,12 @@
 #     rc_verbs (ud_verbs wires it up), with no UCX variable but UCX_TLS and
 #     UCX_NET_DEVICES: tag_lat, tag_bw, ucp_put_bw, ucp_put_lat, ucp_get at
 #     8 B, 4 KiB, 64 KiB and 1 MiB all finish; then ucp_get of 64 KiB takes
-#     no more than 3 x ucp_put_lat (8 B) + 3 x ucp_put_lat (64 KiB, which
-#     is mostly its transfer time), the bound measured beside it over the
-#     same shared-memory rings the READs take, in up to 3 attempts: a
-#     bound on progress with a wide margin for a loaded machine, not a
-#     speed target. READs left waiting for the target's polls took
-#     600..1100 us.
+#     no more than 8 x (ucp_put_lat 8 B + ucp_put_lat 64 KiB, which is
+#     mostly its transfer time), measured beside it over the same
+#     shared-memory rings the READs take, in up to 3 attempts. That is a
+#     progress check, not a speed figure (bench/run.sh has those): READs
+#     left waiting for the target's polls took 600..1100 us, 5 to 10 times
+#     the bound, while a working get takes a fifth to a third of it.
 set -u
 libdir=$1 mode=$2
 # shellcheck source=ucx_env.sh
@@ -70,8 +70,8 @@ for i in 1 2 3; do
   read -r _ l8 _ <<<"$p8"
   read -r _ l64 _ <<<"$p64"
   read -r _ l _ <<<"$r"
-  bound=$(awk -v a="$l8" -v b="$l64" 'BEGIN {printf "%.1f", 3 * a + 3 * b}')
-  echo "ucp_get 64 KiB, attempt $i: $l us; bound $bound us (3 x put_lat 8 B $l8 + 3 x put_lat 64 KiB $l64)"
+  bound=$(awk -v a="$l8" -v b="$l64" 'BEGIN {printf "%.1f", 8 * (a + b)}')
+  echo "ucp_get 64 KiB, attempt $i: $l us; bound $bound us (8 x (put_lat 8 B $l8 + put_lat 64 KiB $l64))"
   if awk -v g="$l" -v b="$bound" 'BEGIN {exit !(g <= b)}'; then
     echo "OK"
     exit 0
