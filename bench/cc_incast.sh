@@ -34,6 +34,8 @@
 #   CCI_BUFFER CCI_KMIN CCI_KMAX CCI_PMAX   the port (2M, 12500, 500000, 0.01)
 #   CCI_EXTRA    more srdma-fabric flags for every run
 #   CCI_LABEL    a name for these runs in the outputs (default)
+#   CCI_REUSE    1: keep the runs already in CCI_OUT (same label), redo only
+#                the table and plots
 set -u
 bin=${CCI_BIN:-build/bin/srdma-fabric}
 out=${CCI_OUT:-build/bench-cc-incast}
@@ -65,16 +67,20 @@ for cc in $ccs; do
          --workload incast --incast-n "$n" --size 1G --mode header --sack --cc "$cc"
          --until "$ms" --sample "$sample" --queue-csv "$out/$tag-queue.csv"
          --hosts-csv "$out/$tag-hosts.csv" "${extra[@]}")
+    if [ "${CCI_REUSE:-0}" = 1 ] && grep -q '^digest' "$out/$tag.txt" 2>/dev/null; then
+      runs+=("$tag|$cc|$n") # deterministic: the same flags gave these files
+      continue
+    fi
     echo "# ${cmd[*]}" >"$out/$tag.txt"
     # exit status 1: the flows are long-lived and do not complete by --until
     "${cmd[@]}" >>"$out/$tag.txt" 2>/dev/null
     grep -q '^digest' "$out/$tag.txt" || { echo "cc_incast: $tag failed" >&2; exit 1; }
-    runs+=("$tag,$cc,$n")
+    runs+=("$tag|$cc|$n")
     echo "$tag done" >&2
   done
 done
 
-CCI_RUNS="${runs[*]}" python3 - "$out" "$label" "$ms" "$sample" "$kmin_b" "$kmax_b" \
+CCI_RUNS="$(printf '%s\n' "${runs[@]}")" python3 - "$out" "$label" "$ms" "$sample" "$kmin_b" "$kmax_b" \
   "$buffer_b" <<'EOF'
 import csv, math, sys
 out, label, ms, sample, kmin, kmax, buf = sys.argv[1], sys.argv[2], float(sys.argv[3]), \
@@ -93,8 +99,8 @@ def summary_field(txt, key):
 
 rows = []
 import os
-for spec in os.environ["CCI_RUNS"].split():
-    tag, cc, n = spec.split(",")
+for spec in os.environ["CCI_RUNS"].splitlines():
+    tag, cc, n = spec.split("|")
     n = int(n)
     q = list(csv.DictReader(open(f"{out}/{tag}-queue.csv")))
     steady = [r for r in q if float(r["t_us"]) >= t0 and float(r["t_us"]) < ms * 1000]
@@ -165,7 +171,7 @@ for cc in $ccs; do
   set -- $senders
   rowsn=$#
   {
-    echo "set terminal pngcairo size 1400,$((260 * rowsn)) font ',9'"
+    echo "set terminal png size 1100,$((190 * rowsn + 30)) font ',8'"
     echo "set output '$out/cc-incast-$label-$c.png'"
     echo "set multiplot layout $rowsn,2 title '$cc: port queue (left) and per-flow delivered rate, 100 us bins, first 8 flows (right)'"
     echo "set grid; set xrange [0:$ms]; set key top right"
