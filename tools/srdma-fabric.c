@@ -43,6 +43,7 @@ static void usage(FILE *out)
         "                               of the hosts beside the workload (off, 1M)\n"
         "  --loss P                     random loss per packet per link (0)\n"
         "  --incast-n N --incast-dst H  senders and target of incast (8, 0)\n"
+        "  --stagger US                 incast: sender i starts at i x US (0)\n"
         "  --mode verified|header       payload mode (verified)\n"
         "  --mtu N --window PKTS --timeout CODE   engine settings (4096, 64, 8)\n"
         "  --sack                       selective recovery between the hosts (docs/WIRE.md)\n"
@@ -53,6 +54,10 @@ static void usage(FILE *out)
         "  --seed N --until MS          (1, 10000)\n"
         "  --flows-csv FILE --links-csv FILE\n"
         "  --sample US --series-csv FILE   delivered bytes per interval (100 us)\n"
+        "  --watch A:B --queue-csv FILE   queue of link A->B at every --sample boundary\n"
+        "                               (incast: the link into the target by default)\n"
+        "  --hosts-csv FILE             per host and interval: wire bytes sent, payload\n"
+        "                               delivered from it\n"
         "  --pcap A:B FILE              capture link A->B (e.g. leaf0:spine1) as pcap\n"
         "  --progress                   progress line on stderr even when short\n");
 }
@@ -216,6 +221,48 @@ static int write_series(struct sr_fabric *f, const char *path, uint64_t sample_n
     return fclose(o);
 }
 
+static int write_queue(struct sr_fabric *f, const char *path, uint64_t sample_ns)
+{
+    FILE *o = fopen(path, "w");
+    if (!o)
+        return -1;
+    uint32_t cnt = 0;
+    const struct sr_fabric_qsample *q = sr_fabric_queue_series(f, &cnt);
+    fprintf(o, "t_us,q_bytes,max_q_bytes,drops,marks\n");
+    for (uint32_t i = 0; q && i < cnt; i++)
+        fprintf(o, "%.3f,%" PRIu64 ",%" PRIu64 ",%u,%u\n", (double)i * (double)sample_ns / 1e3,
+                q[i].q_bytes, q[i].max_q_bytes, q[i].drops, q[i].marks);
+    return fclose(o);
+}
+
+/* Long format, one row per host that sent or delivered anything and
+ * interval: what a plot of per-flow rates needs. */
+static int write_hosts(struct sr_fabric *f, const char *path, uint64_t sample_ns)
+{
+    FILE *o = fopen(path, "w");
+    if (!o)
+        return -1;
+    fprintf(o, "t_us,host,sent_bytes,sent_gbps,delivered_bytes,delivered_gbps\n");
+    for (uint32_t h = 0; h < sr_fabric_host_cnt(f); h++) {
+        uint32_t ns = 0, nd = 0;
+        const uint64_t *sv = sr_fabric_host_series(f, h, false, &ns);
+        const uint64_t *dv = sr_fabric_host_series(f, h, true, &nd);
+        uint32_t n = ns > nd ? ns : nd;
+        uint64_t any = 0;
+        for (uint32_t i = 0; i < nd; i++)
+            any |= dv[i];
+        if (!any)
+            continue; /* a pure receiver: its ACKs are not a flow */
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t a = i < ns ? sv[i] : 0, b = i < nd ? dv[i] : 0;
+            fprintf(o, "%.3f,%u,%" PRIu64 ",%.3f,%" PRIu64 ",%.3f\n",
+                    (double)i * (double)sample_ns / 1e3, h, a, (double)a * 8.0 / (double)sample_ns,
+                    b, (double)b * 8.0 / (double)sample_ns);
+        }
+    }
+    return fclose(o);
+}
+
 static int write_links(struct sr_fabric *f, const char *path, uint64_t span_ns)
 {
     FILE *o = fopen(path, "w");
@@ -280,6 +327,10 @@ enum {
     OPT_PATHS,
     OPT_PATH_POLICY,
     OPT_CC,
+    OPT_STAGGER,
+    OPT_WATCH,
+    OPT_QUEUE_CSV,
+    OPT_HOSTS_CSV,
     OPT_HELP,
 };
 
@@ -323,6 +374,10 @@ static const struct option opts[] = {
     {"paths", required_argument, 0, OPT_PATHS},
     {"path-policy", required_argument, 0, OPT_PATH_POLICY},
     {"cc", required_argument, 0, OPT_CC},
+    {"stagger", required_argument, 0, OPT_STAGGER},
+    {"watch", required_argument, 0, OPT_WATCH},
+    {"queue-csv", required_argument, 0, OPT_QUEUE_CSV},
+    {"hosts-csv", required_argument, 0, OPT_HOSTS_CSV},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
 };
@@ -354,6 +409,8 @@ int main(int argc, char **argv)
     double bg_frac = 0, sample_us = 100;
     uint64_t bg_size = 1 << 20;
     const char *series_csv = NULL, *pcap_link = NULL, *pcap_file = NULL, *cc_spec = NULL;
+    const char *watch = NULL, *queue_csv = NULL, *hosts_csv = NULL;
+    double stagger_us = 0;
     struct eng_opts eo = {.path_policy = 1 /* spray */};
     int o;
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -363,7 +420,8 @@ int main(int argc, char **argv)
                    o != OPT_HELP && o != 'h' && o != '?' && o != OPT_PMAX && o != OPT_HRATE &&
                    o != OPT_FRATE && o != OPT_DETECT && o != OPT_BG_FRAC && o != OPT_LOSS &&
                    o != OPT_SAMPLE && o != OPT_SERIES_CSV && o != OPT_PCAP && o != OPT_SACK &&
-                   o != OPT_PATH_POLICY && o != OPT_CC;
+                   o != OPT_PATH_POLICY && o != OPT_CC && o != OPT_STAGGER && o != OPT_WATCH &&
+                   o != OPT_QUEUE_CSV && o != OPT_HOSTS_CSV;
         if (num && parse_size(optarg, &v) < 0) {
             fprintf(stderr, "srdma-fabric: bad number '%s'\n", optarg);
             return 2;
@@ -530,6 +588,21 @@ int main(int argc, char **argv)
         case OPT_CC:
             cc_spec = optarg;
             break;
+        case OPT_STAGGER:
+            if (parse_real(optarg, 0, 1e9, &stagger_us) < 0) {
+                fprintf(stderr, "srdma-fabric: bad --stagger '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case OPT_WATCH:
+            watch = optarg;
+            break;
+        case OPT_QUEUE_CSV:
+            queue_csv = optarg;
+            break;
+        case OPT_HOSTS_CSV:
+            hosts_csv = optarg;
+            break;
         case OPT_HELP:
         case 'h':
             usage(stdout);
@@ -561,8 +634,9 @@ int main(int argc, char **argv)
     c.engine_cfg_ctx = &eo;
     c.fabric_link.buffer_bytes = buffer;
     c.host_link.buffer_bytes = buffer;
-    if (series_csv)
+    if (series_csv || queue_csv || hosts_csv)
         c.sample_ns = (uint64_t)(sample_us * 1000);
+    c.host_series = hosts_csv != NULL;
 
     double t0 = wall_s();
     int err = 0;
@@ -574,7 +648,8 @@ int main(int argc, char **argv)
     if (!strcmp(workload, "perm"))
         err = sr_fabric_permutation(f, size, 0);
     else if (!strcmp(workload, "incast"))
-        err = sr_fabric_incast(f, incast_dst, incast_n, size, 0);
+        err =
+            sr_fabric_incast_step(f, incast_dst, incast_n, size, 0, (uint64_t)(stagger_us * 1000));
     else if (!strcmp(workload, "a2a"))
         err = sr_fabric_all_to_all(f, size, 0);
     else if (!strcmp(workload, "ring"))
@@ -598,6 +673,21 @@ int main(int argc, char **argv)
         if (sr_fabric_schedule_link(f, a, b, fails[i].down_ns, false) < 0 ||
             (fails[i].up_ns && sr_fabric_schedule_link(f, a, b, fails[i].up_ns, true) < 0)) {
             fprintf(stderr, "srdma-fabric: no cable %s:%s\n", fails[i].a, fails[i].b);
+            sr_fabric_destroy(f);
+            return 2;
+        }
+    }
+    if (queue_csv) {
+        int link = -1;
+        if (watch) {
+            link = find_link(f, watch);
+        } else if (!strcmp(workload, "incast")) {
+            /* the target's own port: where an incast queues */
+            for (uint32_t n = sr_fabric_host_cnt(f); n < sr_fabric_node_cnt(f) && link < 0; n++)
+                link = sr_fabric_find_link(f, (int)n, (int)incast_dst);
+        }
+        if (link < 0 || sr_fabric_watch_link(f, link) < 0) {
+            fprintf(stderr, "srdma-fabric: --queue-csv needs --watch FROM:TO (a link)\n");
             sr_fabric_destroy(f);
             return 2;
         }
@@ -697,6 +787,10 @@ int main(int argc, char **argv)
     if (links_csv && write_links(f, links_csv, s.end_ns ? s.end_ns : sr_fabric_now(f)) != 0)
         rc = 1;
     if (series_csv && write_series(f, series_csv, c.sample_ns) != 0)
+        rc = 1;
+    if (queue_csv && write_queue(f, queue_csv, c.sample_ns) != 0)
+        rc = 1;
+    if (hosts_csv && write_hosts(f, hosts_csv, c.sample_ns) != 0)
         rc = 1;
     if (pcap && (fclose(pcap) != 0 || pc.err)) {
         fprintf(stderr, "srdma-fabric: writing '%s' failed\n", pcap_file);

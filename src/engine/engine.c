@@ -708,8 +708,10 @@ static void engine_tx(struct sr_engine *e, struct sr_qp *qp, const struct sr_pkt
     int hl = sr_wire_encode_hdr(pkt, hdr, sizeof(hdr));
     if (hl < 0)
         return; /* cannot happen for packets the engine builds; never send garbage */
-    if (qp->resp.peer_sack && sr_ooo_answers_sack(e, pkt))
+    if (qp->resp.peer_sack && sr_ooo_answers_sack(e, pkt)) {
         hdr[8] |= SR_BTH_RESV7_SACK; /* this responder SACKs (docs/WIRE.md) */
+        sr_ecn_echo_tx(qp, pkt, hdr);
+    }
     uint8_t path;
     uint16_t src_port = sr_paths_qp_tx(qp, pkt, &path);
     struct sr_tx_pkt t = {
@@ -899,14 +901,19 @@ void sr_engine_rx_ecn(struct sr_engine *e, const uint8_t *buf, size_t len, const
             e->stats.rx_drop_other++;
         return;
     }
-    if (ce && !(info->flags & SR_OPF_RESPONSE))
+    if (ce && !(info->flags & SR_OPF_RESPONSE)) {
+        sr_ecn_ce_rx(qp);                         /* the echo to a SACK peer (ecn.c) */
         sr_cong_ce_rx(qp, &pkt, src_gid, now_ns); /* DCQCN's notification point */
+    }
     if (info->flags & SR_OPF_RESPONSE) {
         if (err < 0) {
             e->stats.rx_drop_malformed++;
             return;
         }
-        sr_comp_apply(qp, sr_comp_rx(qp, &pkt, now_ns), now_ns);
+        sr_ecn_echo_rx(qp, &pkt);
+        struct sr_comp_next n = sr_comp_rx(qp, &pkt, now_ns);
+        sr_ecn_echo_done(qp, now_ns); /* an echo no acknowledgement took */
+        sr_comp_apply(qp, n, now_ns);
     } else {
         sr_resp_rx(qp, &pkt, err < 0 ? err : 0, src_gid, now_ns);
     }

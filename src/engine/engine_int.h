@@ -23,6 +23,7 @@
 #include "paths.h"
 #include "bulk.h"
 #include "congestion.h"
+#include "ecn.h"
 #include "rtt.h"
 #include "sack.h"
 #include "sr_engine.h"
@@ -213,6 +214,7 @@ struct sr_qp {
         uint8_t probes;
         struct sr_sack_sb *sb; /* SACKed PSNs in flight (sack.c); NULL: none yet */
         bool peer_sack;        /* the last response carried SR_BTH_RESV7_SACK */
+        bool ece;              /* the response being processed carries the ECN echo (ecn.c) */
     } comp;
 
     struct {
@@ -236,6 +238,7 @@ struct sr_qp {
         uint32_t replay_next;
         bool peer_sack;     /* the last request advertised SR_BTH_RESV7_SACK */
         struct sr_ooo *ooo; /* requests kept past a hole (ooo.c); NULL: none */
+        bool ce_pending;    /* a CE-marked request since the last response (ecn.c) */
     } resp;
 
     struct sr_qp_cong cong; /* congestion control (congestion.h) */

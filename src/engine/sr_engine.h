@@ -454,6 +454,9 @@ struct sr_engine_stats {
     uint64_t ooo_drained;  /* ... and executed once the hole before them filled */
     uint64_t ooo_dup;      /* copies of requests already kept */
     uint64_t ooo_overflow; /* not kept (window or memory full): sequence NAK as standard */
+    /* the ECN echo between SACK peers (docs/WIRE.md): responses sent with
+     * ECE, and responses received with it */
+    uint64_t ece_sent, ece_rcvd;
 };
 
 /* ---- device ---- */

@@ -349,6 +349,9 @@ static void print_stats(struct sv_device *dev)
             (unsigned long long)e.sack_bad, (unsigned long long)e.sack_resends,
             (unsigned long long)e.ooo_stored, (unsigned long long)e.ooo_drained,
             (unsigned long long)e.ooo_dup, (unsigned long long)e.ooo_overflow);
+    /* the ECN echo between SACK peers (docs/WIRE.md) */
+    fprintf(stderr, "softrdma: stats-ecn ece_sent=%llu ece_rcvd=%llu\n",
+            (unsigned long long)e.ece_sent, (unsigned long long)e.ece_rcvd);
 }
 
 /* Most verbs programs exit with the device open: its mailbox must not

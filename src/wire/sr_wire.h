@@ -88,6 +88,10 @@ enum sr_opcode {
 /* SACKETH flags: a CE-marked request arrived since the last
  * acknowledgement (ECN echo, for congestion control). */
 #define SR_SACK_F_ECE 0x01
+/* Bit 5 of Resv7 on a response that carries SR_BTH_RESV7_SACK: the ECN
+ * echo on an ACK, NAK, READ response or ATOMIC ACKNOWLEDGE (a SACK uses
+ * SR_SACK_F_ECE); docs/WIRE.md. */
+#define SR_BTH_RESV7_ECE 0x20
 
 #define SR_OPCODE_TRANSPORT(op) ((op)&0xe0)
 #define SR_OPCODE_OP(op)        ((op)&0x1f)

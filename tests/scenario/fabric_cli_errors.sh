@@ -27,5 +27,10 @@ bad --paths 17
 bad --path-policy bogus
 bad --cc bogus
 bad --cc dcqcn,nosuch=1
+bad --workload perm --queue-csv /dev/null          # no --watch, not an incast
+bad --watch leaf0:nowhere --queue-csv /dev/null
+bad --watch leaf0 --queue-csv /dev/null
+bad --stagger -1
+bad --stagger x
 [ $fail -eq 0 ] && echo "all bad invocations refused cleanly"
 exit $fail

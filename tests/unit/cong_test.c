@@ -481,6 +481,157 @@ static void test_nscc_window(void)
     fix_close(&f);
 }
 
+/* ---- the ECN echo between SACK peers (ecn.c, docs/WIRE.md) ---- */
+
+/* The wire drops every CNP (so that only the echo can tell the requester
+ * of the marks) and, once, the first request packet (so that the next
+ * responses are SACKs that acknowledge nothing new). */
+static bool drop_first;
+static int echo_filter(struct harness *h, const struct h_pkt *p, uint64_t seq)
+{
+    tap_filter(h, p, seq);
+    if (p->data[0] == SR_OP_CNP)
+        return 1;
+    if (drop_first && p->from == 0 && is_request(p->data)) {
+        drop_first = false;
+        return 1;
+    }
+    return 0;
+}
+
+static void open_echo(struct eng_fix *f, const struct sr_cc_cfg *cfg, bool sack0, bool sack1)
+{
+    tap_cnt = 0;
+    ce_on = false;
+    ce_marked = 0;
+    ack_extra_ns = 0;
+    fix_open(f, &(struct fix_opts){.wire = {.cc = cfg, .sack = {sack0, sack1}},
+                                   .qp = {.type = SR_QPT_RC,
+                                          .mtu = 1024,
+                                          .retry_cnt = 7,
+                                          .rnr_retry = 7,
+                                          .timeout = 14,
+                                          .access = 15},
+                                   .filter = echo_filter});
+}
+
+/* Responses from node 1 in the tap: with the agreement bit, with ECE
+ * (Resv7 bit 5 on an ACK, the SACKETH flag on a SACK). */
+struct echo_seen {
+    uint32_t resp, agreed, ece_ack, ece_sack, sacks;
+};
+static struct echo_seen echo_scan(void)
+{
+    struct echo_seen s = {0};
+    for (uint32_t i = 0; i < tap_cnt; i++) {
+        const struct tap_rec *r = &tap[i];
+        if (r->from != 1 || r->hdr[0] == SR_OP_CNP || is_request(r->hdr))
+            continue;
+        s.resp++;
+        s.agreed += (r->hdr[8] & SR_BTH_RESV7_SACK) != 0;
+        if (r->hdr[0] == SR_OP_SACK) {
+            s.sacks++;
+            s.ece_sack += (r->hdr[SR_BTH_LEN + SR_AETH_LEN] & SR_SACK_F_ECE) != 0;
+        } else {
+            s.ece_ack += (r->hdr[8] & SR_BTH_RESV7_ECE) != 0;
+        }
+    }
+    return s;
+}
+
+/* nscc hears of the marks only through the echo (the wire drops every
+ * CNP). Before any round-trip sample (the first write loses its first
+ * packet, so the only timed packet is resent: Karn), every echo is
+ * congestion of unknown size and cuts the window by md_max: it falls to
+ * the floor, while the unmarked twin keeps its initial window. With
+ * samples (a second, clean write) and no queueing delay, an echo allows
+ * the fair increase only: the window grows by far less than unmarked. */
+static void test_ecn_echo_nscc(void)
+{
+    struct sr_cc_cfg cfg;
+    cc_spec(&cfg, "nscc,target_us=10,mtu=1024,init_wnd=65536");
+    uint64_t grew[2] = {0, 0};
+    for (int marked = 0; marked < 2; marked++) {
+        sr_test_ctx = marked ? "CE-marked" : "unmarked";
+        struct eng_fix f;
+        open_echo(&f, &cfg, true, true);
+        f.h.now = 1000;
+        ce_on = marked;
+        drop_first = true;
+        SR_CHECK(write_through(&f, 64 * 1024, 100000 * US, 11));
+        struct sr_engine_stats s0, s1;
+        sr_engine_stats(f.h.eng[0], &s0);
+        sr_engine_stats(f.h.eng[1], &s1);
+        struct echo_seen e = echo_scan();
+        uint64_t wnd = sr_qp_cc_window_bytes(f.pr.qp[0]);
+        SR_CHECK(e.sacks > 0); /* the hole made SACKs that acknowledge nothing new */
+        SR_CHECK_EQ(e.agreed, e.resp);
+        SR_CHECK_EQ(s0.cnps_rcvd, 0); /* the wire took every CNP */
+        if (marked) {
+            SR_CHECK(ce_marked > 0);
+            SR_CHECK(e.ece_sack > 0);
+            SR_CHECK_EQ(s1.ece_sent, e.ece_sack + e.ece_ack);
+            SR_CHECK_EQ(s0.ece_rcvd, s1.ece_sent);
+            SR_CHECK_EQ(wnd, 1024); /* halved per echo down to min_wnd */
+        } else {
+            SR_CHECK_EQ(e.ece_sack + e.ece_ack, 0);
+            SR_CHECK_EQ(s0.ece_rcvd + s1.ece_sent, 0);
+            SR_CHECK_EQ(wnd, 65536);
+        }
+        fix_close(&f);
+
+        /* with round-trip samples: a clean write first, then one marked or not */
+        open_echo(&f, &cfg, true, true);
+        f.h.now = 1000;
+        SR_CHECK(write_through(&f, 64 * 1024, 100000 * US, 13));
+        uint64_t w0 = sr_qp_cc_window_bytes(f.pr.qp[0]);
+        tap_cnt = 0;
+        ce_on = marked;
+        SR_CHECK(write_through(&f, 64 * 1024, 100000 * US, 14));
+        uint64_t w1 = sr_qp_cc_window_bytes(f.pr.qp[0]);
+        e = echo_scan();
+        SR_CHECK(w1 > w0);
+        grew[marked] = w1 - w0;
+        SR_CHECK_EQ(e.sacks, 0);
+        SR_CHECK_EQ(e.ece_ack > 0, marked); /* plain ACKs carry Resv7 bit 5 */
+        fix_close(&f);
+    }
+    SR_CHECK(grew[1] * 4 < grew[0]);
+    sr_test_ctx = "";
+}
+
+/* A standard peer (sr_engine_cfg.sack off, SOFTRDMA_SACK=0) on either
+ * side: no agreement, so no response carries either echo bit, however
+ * many requests arrive CE-marked. */
+static void test_ecn_echo_standard_peer(void)
+{
+    struct sr_cc_cfg cfg;
+    cc_spec(&cfg, "nscc,target_us=10,mtu=1024,init_wnd=65536");
+    for (int side = 0; side < 2; side++) {
+        sr_test_ctx = side ? "standard responder" : "standard requester";
+        struct eng_fix f;
+        open_echo(&f, &cfg, side == 1, side == 0);
+        f.h.now = 1000;
+        ce_on = true;
+        drop_first = true;
+        SR_CHECK(write_through(&f, 64 * 1024, 100000 * US, 12));
+        struct echo_seen e = echo_scan();
+        struct sr_engine_stats s0, s1;
+        sr_engine_stats(f.h.eng[0], &s0);
+        sr_engine_stats(f.h.eng[1], &s1);
+        SR_CHECK(ce_marked > 0);
+        SR_CHECK(e.resp > 0);
+        SR_CHECK_EQ(e.agreed + e.sacks + e.ece_ack, 0);
+        SR_CHECK_EQ(s1.ece_sent + s0.ece_rcvd, 0);
+        SR_CHECK(s1.seq_naks_sent > 0); /* the hole went go-back-N, as standard */
+        for (uint32_t i = 0; i < tap_cnt; i++)
+            if (tap[i].from == 1 && tap[i].hdr[0] != SR_OP_CNP)
+                SR_CHECK_EQ(tap[i].hdr[8] & 0x7f, 0);
+        fix_close(&f);
+    }
+    sr_test_ctx = "";
+}
+
 int main(void)
 {
     SR_RUN(test_pacing_deadlines);
@@ -491,5 +642,7 @@ int main(void)
     SR_RUN(test_np_interval_zero);
     SR_RUN(test_np_ud);
     SR_RUN(test_nscc_window);
+    SR_RUN(test_ecn_echo_nscc);
+    SR_RUN(test_ecn_echo_standard_peer);
     return SR_TEST_RESULT();
 }

@@ -42,6 +42,7 @@ struct h_cfg {
     bool whole_writes;                                          /* sr_engine_cfg.whole_writes */
     bool (*mem_ok)(const void *addr, uint64_t len, bool write); /* sr_engine_cfg.mem_ok */
     const struct sr_cc_cfg *cc;                                 /* sr_engine_cfg.cc */
+    bool sack[H_NODES];                                         /* sr_engine_cfg.sack per node */
 };
 
 struct h_node_ctx {
@@ -212,7 +213,8 @@ static void h_init_cfg(struct harness *h, const struct h_cfg *c)
             .window_pkts = c->window,
             .ack_delay_ns = c->ack_delay_ns,
             .mem_ok = c->mem_ok,
-            .cc = c->cc};
+            .cc = c->cc,
+            .sack = c->sack[i]};
         h_gid(cfg.gid, i);
         SR_CHECK_EQ(sr_engine_create(&cfg, &h->eng[i]), 0);
     }

@@ -488,6 +488,77 @@ static void test_loss_and_series(void)
     sr_fabric_destroy(f);
 }
 
+/* The watched link's samples add up to its counters, and each host's
+ * series to what its uplink carried and what its flow delivered; a
+ * staggered incast starts each sender at its own time. */
+static void test_watch_series(void)
+{
+    struct sr_fabric_cfg c = base_cfg(SR_FABRIC_LEAF_SPINE);
+    c.leaves = 1;
+    c.spines = 1;
+    c.hosts_per_leaf = 9;
+    c.host_link.buffer_bytes = 64 * 1024;
+    c.kmin_bytes = 8 * 1024;
+    c.kmax_bytes = 48 * 1024;
+    c.sample_ns = 1000;
+    c.host_series = true;
+    c.timeout = 4;
+    struct sr_fabric *f = make(&c);
+    SR_CHECK_EQ(sr_fabric_incast_step(f, 0, 8, 256 * 1024, 0, 5000), 0);
+    int in = sr_fabric_find_link(f, sr_fabric_find_node(f, "leaf0"), 0);
+    SR_CHECK(in >= 0);
+    SR_CHECK_EQ(sr_fabric_watch_link(f, -1), SR_ERR_INVAL);
+    SR_CHECK_EQ(sr_fabric_watch_link(f, in), 0);
+    SR_CHECK_EQ(run_checked(f, 7000, 1000000000), SR_FABRIC_DONE);
+    check_all_ok(f);
+    struct sr_fabric_link_stats l;
+    sr_fabric_link_stats(f, in, &l);
+    SR_CHECK(l.drops > 0);
+    SR_CHECK(l.ecn_marked > 0);
+    uint32_t cnt = 0;
+    const struct sr_fabric_qsample *q = sr_fabric_queue_series(f, &cnt);
+    SR_CHECK(q != NULL);
+    SR_CHECK_EQ(cnt, sr_fabric_now(f) / c.sample_ns + 1);
+    uint64_t drops = 0, marks = 0, maxq = 0;
+    for (uint32_t i = 0; q && i < cnt; i++) {
+        drops += q[i].drops;
+        marks += q[i].marks;
+        maxq = q[i].max_q_bytes > maxq ? q[i].max_q_bytes : maxq;
+        SR_CHECK(q[i].q_bytes <= q[i].max_q_bytes);
+        SR_CHECK(q[i].max_q_bytes <= 64 * 1024 + 4200);
+    }
+    SR_CHECK_EQ(q ? q[0].q_bytes : 1, 0);
+    SR_CHECK_EQ(drops, l.drops);
+    SR_CHECK_EQ(marks, l.ecn_marked);
+    SR_CHECK_EQ(maxq, l.max_q_bytes);
+    for (uint32_t i = 0; i < sr_fabric_flow_cnt(f); i++) {
+        struct sr_fabric_flow_info fi;
+        sr_fabric_flow_info(f, (int)i, &fi);
+        SR_CHECK_EQ(fi.start_ns, (uint64_t)i * 5000);
+        uint32_t ns = 0, nd = 0;
+        const uint64_t *sv = sr_fabric_host_series(f, fi.src, false, &ns);
+        const uint64_t *dv = sr_fabric_host_series(f, fi.src, true, &nd);
+        SR_CHECK(sv != NULL && dv != NULL);
+        uint64_t sent = 0, got = 0;
+        uint32_t first = UINT32_MAX;
+        for (uint32_t k = 0; sv && k < ns; k++) {
+            sent += sv[k];
+            if (sv[k] && first == UINT32_MAX)
+                first = k;
+        }
+        for (uint32_t k = 0; dv && k < nd; k++)
+            got += dv[k];
+        SR_CHECK_EQ(first, fi.start_ns / c.sample_ns);
+        struct sr_fabric_link_stats up;
+        sr_fabric_link_stats(
+            f, sr_fabric_find_link(f, (int)fi.src, sr_fabric_find_node(f, "leaf0")), &up);
+        SR_CHECK_EQ(sent, up.tx_bytes);
+        SR_CHECK_EQ(got, 256 * 1024);
+    }
+    SR_CHECK(sr_fabric_host_series(f, 0, true, &cnt) == NULL || cnt == 0);
+    sr_fabric_destroy(f);
+}
+
 struct tap_count {
     uint64_t pkts, bytes, last_ts;
     bool ordered;
@@ -740,6 +811,7 @@ int main(void)
     SR_RUN(test_hd_allreduce);
     SR_RUN(test_step_errors);
     SR_RUN(test_loss_and_series);
+    SR_RUN(test_watch_series);
     SR_RUN(test_tap_pcap);
     SR_RUN(test_engine_cfg_hook);
     SR_RUN(test_collective_link_failure);

@@ -217,6 +217,8 @@ static struct fab_ev fab_fly_pop(struct sr_fabric *f)
     uint32_t id = f->heap[0].link;
     struct fab_link *l = &f->links[id];
     struct fab_ev ev = l->fly[l->fly_head];
+    if (sr_unlikely(l->watch))
+        fab_watch_catch_up(l, f->now_ns); /* before the queue loses ev */
     if (l->q_cnt == l->fly_cnt) {
         /* Arrived, so serialized long ago; the lazy drain had not seen it. */
         l->q_cnt--;
@@ -284,6 +286,13 @@ static void fab_host_refresh(struct sr_fabric *f, struct fab_host *h)
 /* ---- links ---- */
 
 void fab_q_drain(struct fab_link *l, uint64_t now_ns)
+{
+    if (sr_unlikely(l->watch))
+        fab_watch_catch_up(l, now_ns);
+    fab_q_drain_raw(l, now_ns);
+}
+
+void fab_q_drain_raw(struct fab_link *l, uint64_t now_ns)
 {
     /* Idle since the last packet finished: all of the queue has left,
      * without reading the ring (whose entries are long out of cache). */
@@ -363,6 +372,8 @@ static bool fab_link_send(struct sr_fabric *f, uint32_t id, struct fab_pkt *p, b
         if (!f->cfg.trim || p->trimmed || p->hdr_len >= p->len ||
             l->q_bytes + p->hdr_len > limit + room) {
             l->st.drops++;
+            if (sr_unlikely(l->watch))
+                fab_watch_drop(l);
             fab_pkt_free(f, p);
             return false;
         }
@@ -377,8 +388,8 @@ static bool fab_link_send(struct sr_fabric *f, uint32_t id, struct fab_pkt *p, b
         sr_put_be16(p->data + 10, sr_inet_csum(p->data, SR_IPV4_HDR_LEN, 0));
         l->st.trimmed++;
     }
-    if (is_switch && fab_ecn_due(f, l) && fab_ecn_mark(p->data))
-        l->st.ecn_marked++;
+    bool marked = is_switch && fab_ecn_due(f, l) && fab_ecn_mark(p->data);
+    l->st.ecn_marked += marked;
     uint64_t first_bit = SR_MAX(now, l->busy_until_ns);
     uint64_t done = fab_serialize(l, now, p->len);
     if (fab_fly_reserve(l) < 0) {
@@ -396,6 +407,8 @@ static bool fab_link_send(struct sr_fabric *f, uint32_t id, struct fab_pkt *p, b
     l->st.tx_bytes += p->len;
     if (l->q_bytes > l->st.max_q_bytes)
         l->st.max_q_bytes = l->q_bytes;
+    if (sr_unlikely(l->watch))
+        fab_watch_enq(l, marked);
     return true;
 }
 
@@ -718,6 +731,8 @@ static int fab_host_tx(void *ctx, const struct sr_tx_pkt *t)
     uint64_t w1 = (uint64_t)p->data[9] << 32 | sr_get_be32(p->data + SR_IPV4_HDR_LEN);
     p->flow_hash = fab_mix64(w0 ^ fab_mix64(w1));
     h->tx++;
+    if (f->cfg.host_series && f->cfg.sample_ns)
+        fab_series_add(f, &h->sent, len);
     fab_link_send(f, f->nodes[h->id].ports[0], p, false);
     return 0;
 }
@@ -775,8 +790,12 @@ static void fab_host_rx(struct sr_fabric *f, struct fab_host *h, struct fab_pkt 
         sr_engine_stats(h->eng, &a);
         sr_engine_rx_ecn(h->eng, pkt + FAB_L3_LEN, p->len - FAB_L3_LEN, src, ce, f->now_ns);
         sr_engine_stats(h->eng, &b);
-        if (fab_discards(&a) == fab_discards(&b))
+        if (fab_discards(&a) == fab_discards(&b)) {
             fab_sample(f, payload - SR_ICRC_LEN);
+            uint32_t from = fab_addr_host(pkt + 12);
+            if (f->cfg.host_series && from < f->host_cnt)
+                fab_series_add(f, &f->hosts[from].got, payload - SR_ICRC_LEN);
+        }
     } else {
         sr_engine_rx_ecn(h->eng, pkt + FAB_L3_LEN, p->len - FAB_L3_LEN, src, ce, f->now_ns);
     }
@@ -1249,6 +1268,7 @@ void sr_fabric_destroy(struct sr_fabric *f)
         free(f->pool);
         f->pool = next;
     }
+    fab_watch_free(f);
     free(f->shared_src);
     free(f->shared_dst);
     free(f->hheap);

@@ -33,6 +33,22 @@ struct fab_link {
      * only above kmin, comes last. */
     struct sr_fabric_link_stats st;
     uint64_t rng[4];
+    struct fab_watch *watch; /* sampled queue (fabric_watch.c); NULL: not watched */
+};
+
+/* The sampled queue of the watched link: entry k is the queue at k x
+ * step_ns and what happened in [k, k + 1) x step_ns. */
+struct fab_watch {
+    struct sr_fabric_qsample *s;
+    size_t cnt, cap;
+    uint64_t next_ns; /* the next boundary to record */
+    uint64_t step_ns;
+};
+
+/* Bytes per sample interval, grown as time passes. */
+struct fab_series {
+    uint64_t *v;
+    size_t cnt, cap;
 };
 
 /* A packet in the fabric: one allocation from the sending host to its
@@ -75,6 +91,7 @@ struct fab_host {
     uint32_t flows_out, flows_in, imm_in; /* imm_in: steps it receives */
     uint32_t cqe;                         /* its CQ's size */
     uint64_t tx, rx, rx_trimmed, rx_bad;
+    struct fab_series sent, got; /* cfg.host_series: wire bytes sent, payload delivered */
 };
 
 struct fab_flow {
@@ -161,6 +178,7 @@ struct sr_fabric {
 
     uint64_t loss_rng[4];
     uint64_t *series; /* delivered payload bytes per sample_ns */
+    struct fab_watch watch;
     size_t series_cnt, series_cap;
     int tap_link;
     sr_fabric_tap_fn tap_fn;
@@ -177,8 +195,18 @@ struct sr_fabric {
     uint8_t rx_buf[FAB_PKT_MAX];
 };
 
-/* Brings link l's queue (q_cnt, q_bytes) up to now_ns. */
+/* Brings link l's queue (q_cnt, q_bytes) up to now_ns (a watched link
+ * records the boundaries it passes first). */
 void fab_q_drain(struct fab_link *l, uint64_t now_ns);
+/* fab_q_drain without the watch. */
+void fab_q_drain_raw(struct fab_link *l, uint64_t now_ns);
+
+/* fabric_watch.c: the watched link's samples, and the hosts' series. */
+void fab_watch_catch_up(struct fab_link *l, uint64_t now_ns);
+void fab_watch_enq(struct fab_link *l, bool marked);
+void fab_watch_drop(struct fab_link *l);
+void fab_series_add(struct sr_fabric *f, struct fab_series *s, uint64_t bytes);
+void fab_watch_free(struct sr_fabric *f);
 
 /* splitmix64's finaliser (Steele, Lea and Flood, "Fast splittable
  * pseudorandom number generators", OOPSLA 2014). */

@@ -43,6 +43,12 @@ int sr_fabric_permutation(struct sr_fabric *f, uint64_t bytes, uint64_t start_ns
 int sr_fabric_incast(struct sr_fabric *f, uint32_t dst, uint32_t senders, uint64_t bytes,
                      uint64_t start_ns)
 {
+    return sr_fabric_incast_step(f, dst, senders, bytes, start_ns, 0);
+}
+
+int sr_fabric_incast_step(struct sr_fabric *f, uint32_t dst, uint32_t senders, uint64_t bytes,
+                          uint64_t start_ns, uint64_t step_ns)
+{
     uint32_t n = sr_fabric_host_cnt(f);
     if (dst >= n || !senders || senders > n - 1)
         return SR_ERR_INVAL;
@@ -53,7 +59,7 @@ int sr_fabric_incast(struct sr_fabric *f, uint32_t dst, uint32_t senders, uint64
     for (uint32_t i = 0, cnt = 0; i < n && cnt < senders && err >= 0; i++) {
         if (ord[i] == dst)
             continue;
-        err = sr_fabric_add_flow(f, ord[i], dst, bytes, start_ns);
+        err = sr_fabric_add_flow(f, ord[i], dst, bytes, start_ns + (uint64_t)cnt * step_ns);
         cnt++;
     }
     free(ord);

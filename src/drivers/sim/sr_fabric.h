@@ -95,6 +95,10 @@ struct sr_fabric_cfg {
      * accepted, summed per interval of this length (0 = off); see
      * sr_fabric_series. */
     uint64_t sample_ns;
+    /* With sample_ns: per host, the wire bytes it sent (first copies and
+     * retransmissions, data and control) and the payload bytes receivers
+     * accepted from it, per interval (sr_fabric_host_series). */
+    bool host_series;
     /* Called for each host's engine configuration just before the engine
      * is created (after the simulator filled it in), so that a caller can
      * select engine options per host (path policy, congestion control).
@@ -190,6 +194,10 @@ int sr_fabric_permutation(struct sr_fabric *f, uint64_t bytes, uint64_t start_ns
 /* senders hosts (the first ones not equal to dst, in a seeded order) to dst. */
 int sr_fabric_incast(struct sr_fabric *f, uint32_t dst, uint32_t senders, uint64_t bytes,
                      uint64_t start_ns);
+/* The same senders, the i-th starting at start_ns + i x step_ns (senders
+ * joining one by one, as in the DCQCN paper's fairness experiments). */
+int sr_fabric_incast_step(struct sr_fabric *f, uint32_t dst, uint32_t senders, uint64_t bytes,
+                          uint64_t start_ns, uint64_t step_ns);
 int sr_fabric_all_to_all(struct sr_fabric *f, uint64_t bytes, uint64_t start_ns);
 
 /* Collectives as dependent steps. A step is a flow posted as an RDMA
@@ -244,6 +252,26 @@ void sr_fabric_progress(const struct sr_fabric *f, uint32_t *flows_done, uint32_
  * the payload bytes accepted by receiving engines in [i, i+1) x sample_ns.
  * NULL when sampling is off. */
 const uint64_t *sr_fabric_series(const struct sr_fabric *f, uint32_t *cnt);
+/* cfg.host_series: host's wire bytes sent (delivered = false) or payload
+ * bytes accepted from it by receiving engines (true) per interval; NULL
+ * when off or for a bad host. */
+const uint64_t *sr_fabric_host_series(const struct sr_fabric *f, uint32_t host, bool delivered,
+                                      uint32_t *cnt);
+
+/* The queue of one link sampled every cfg.sample_ns: entry k holds the
+ * queue (bytes accepted and not yet serialized, as the drop-tail and ECN
+ * decisions see it) at k x sample_ns exactly, and the largest queue, the
+ * buffer drops and the ECN marks in [k, k + 1) x sample_ns. */
+struct sr_fabric_qsample {
+    uint64_t q_bytes, max_q_bytes;
+    uint32_t drops, marks;
+};
+/* Watch link (one per fabric; before the first run; needs sample_ns).
+ * Returns 0 or SR_ERR_INVAL. */
+int sr_fabric_watch_link(struct sr_fabric *f, int link);
+/* The samples up to now (brought up to date first, hence not const);
+ * NULL when no link is watched. */
+const struct sr_fabric_qsample *sr_fabric_queue_series(struct sr_fabric *f, uint32_t *cnt);
 
 /* A tap on one link: fn sees every packet the link accepts (after ECN
  * marking and trimming), at the time its first bit goes on the wire.
