@@ -19,6 +19,8 @@
 #   CCS_SECS     perftest -D (3)
 #   CCS_REPS     repetitions (1)
 #   CCS_BUILD    build directory (build)
+#   CCS_KEEP     a directory to keep every run's perftest, softrdma
+#                (SOFTRDMA_STATS=1) and switch output in
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/tests/netns/switch_lib.sh"
@@ -53,7 +55,7 @@ one() { # one N CC REP
   sw_start "$swbin" "$out/sw" --rate "$rate" --buffer "$buffer" --kmin $kmin --kmax $kmax --pmax 0.2
   for ((i = 0; i < n; i++)); do
     ip -n "${HOST_NS[$rx]}" addr add "10.236.0.$((200 + i))/24" dev eth0 2>/dev/null || true
-    ip netns exec "${HOST_NS[$rx]}" env SOFTRDMA_SHM=0 SOFTRDMA_ADDR=10.236.0.$((200 + i)) \
+    ip netns exec "${HOST_NS[$rx]}" env SOFTRDMA_SHM=0 SOFTRDMA_STATS=1 SOFTRDMA_ADDR=10.236.0.$((200 + i)) \
       SOFTRDMA_CC="$cc,line_rate_mbps=$rate_mbps" LD_LIBRARY_PATH="$lib" \
       timeout $((secs + 30)) ib_write_bw -F -D "$secs" -s 65536 --report_gbits -p $((port + i)) \
       >"$out/srv$i" 2>&1 &
@@ -63,7 +65,7 @@ one() { # one N CC REP
     sr_wait_listen $((port + i)) ip netns exec "${HOST_NS[$rx]}" || true
   done
   for ((i = 0; i < n; i++)); do
-    ip netns exec "${HOST_NS[$i]}" env SOFTRDMA_SHM=0 SOFTRDMA_ADDR="${HOST_ADDR[$i]}" \
+    ip netns exec "${HOST_NS[$i]}" env SOFTRDMA_SHM=0 SOFTRDMA_STATS=1 SOFTRDMA_ADDR="${HOST_ADDR[$i]}" \
       SOFTRDMA_CC="$cc,line_rate_mbps=$rate_mbps" LD_LIBRARY_PATH="$lib" \
       timeout $((secs + 30)) ib_write_bw -F -D "$secs" -s 65536 --report_gbits -p $((port + i)) \
       10.236.0.$((200 + i)) >"$out/cli$i" 2>&1 &
@@ -89,6 +91,10 @@ one() { # one N CC REP
       printf "%d,%s,%d,%.3f,%.3f,%.3f,%d,%.2f,%d,%d,%d\n", n, cc, rep, s, s * 1000 / r, j, q, q / k, d, m, f
     }' >>"$csv"
   tail -1 "$csv" >&2
+  if [ -n "${CCS_KEEP:-}" ]; then
+    mkdir -p "$CCS_KEEP/$n-$cc-$rep"
+    cp "$out"/sw* "$out"/cli* "$out"/srv* "$CCS_KEEP/$n-$cc-$rep/"
+  fi
 }
 
 for ((rep = 1; rep <= reps; rep++)); do
