@@ -289,6 +289,7 @@ static const struct param params[] = {
     {"rhai_mbps", SR_CC_DCQCN, P_U64, CFG(dcqcn.rhai_bps), 1000000, "Mb/s"},
     {"min_rate_mbps", SR_CC_DCQCN, P_U64, CFG(dcqcn.min_rate_bps), 1000000, "Mb/s"},
     {"bdp_mult", SR_CC_DCQCN, P_DBL, CFG(dcqcn.bdp_mult), 1, "factor"},
+    {"base_rtt_us", SR_CC_DCQCN, P_U64, CFG(dcqcn.base_rtt_ns), 1000, "us"},
     {"init_wnd", SR_CC_DCQCN, P_U64, CFG(dcqcn.init_wnd), 1, "bytes"},
     {"min_wnd", SR_CC_DCQCN, P_U64, CFG(dcqcn.min_wnd), 1, "bytes"},
     {"base_rtt_us", SR_CC_NSCC, P_U64, CFG(nscc.base_rtt_ns), 1000, "us"},

@@ -26,6 +26,9 @@
  * (HPCC's W = B x T, sec. 3.2, with the current rate for B, so a cut rate
  * also shrinks the window and a late pacer cannot release more than that).
  * Before any sample the window is init_wnd, sized to fit a shallow buffer.
+ * A configured base RTT (IRN and UET configure theirs) replaces the
+ * smallest sample: on a loaded host a lucky sample can be a fifth of the
+ * typical unloaded round trip, and would shrink the window below it.
  */
 #include <string.h>
 
@@ -193,9 +196,10 @@ static uint64_t dcqcn_window(const struct sr_cc *cc)
     const struct sr_cc_dcqcn *d = cdq(cc);
     if (d->p.bdp_mult <= 0)
         return 0; /* rate only: the engine's fixed window */
-    if (!d->min_rtt_ns)
+    uint64_t rtt = d->p.base_rtt_ns ? d->p.base_rtt_ns : d->min_rtt_ns;
+    if (!rtt)
         return d->p.init_wnd;
-    double w = d->p.bdp_mult * (double)d->rc_bps * (double)d->min_rtt_ns / 8e9;
+    double w = d->p.bdp_mult * (double)d->rc_bps * (double)rtt / 8e9;
     return w > (double)d->p.min_wnd ? (uint64_t)w : d->p.min_wnd;
 }
 

@@ -321,6 +321,15 @@ static void test_dcqcn_window(void)
     /* A tiny base RTT: the floor. */
     sr_cc_on_ack(&cc, 4096, 100, false, 60 * US);
     SR_CHECK_EQ(sr_cc_window_bytes(&cc), 8 * 1024);
+    /* A configured base RTT replaces the samples, before and after one:
+     * 2 x 20 Gb/s x 10 us. */
+    struct sr_cc_cfg cb = cfg;
+    cb.dcqcn.base_rtt_ns = 10 * US;
+    struct sr_cc ccb;
+    SR_CHECK_EQ(sr_cc_init(&ccb, &cb, 0), 0);
+    SR_CHECK_EQ(sr_cc_window_bytes(&ccb), 100000);
+    sr_cc_on_ack(&ccb, 4096, 2 * US, false, 10 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&ccb), 100000);
     /* bdp_mult 0: rate only, the engine's window */
     cfg.dcqcn.bdp_mult = 0;
     SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
@@ -796,18 +805,21 @@ static void test_parse_valid(void)
     SR_CHECK_EQ(sr_cc_nscc_effective(&cfg).init_wnd, 64 * 1024);
     /* a name nscc and dcqcn share goes to the algorithm being parsed */
     struct sr_cc_cfg d = {.line_rate_bps = G40};
-    SR_CHECK_EQ(sr_cc_parse("dcqcn,init_wnd=65536,min_wnd=2048,bdp_mult=3,pace_burst=8192", &d, err,
-                            sizeof(err)),
+    SR_CHECK_EQ(sr_cc_parse("dcqcn,init_wnd=65536,min_wnd=2048,bdp_mult=3,pace_burst=8192,"
+                            "base_rtt_us=7",
+                            &d, err, sizeof(err)),
                 0);
     SR_CHECK_EQ(d.dcqcn.init_wnd, 65536);
     SR_CHECK_EQ(d.dcqcn.min_wnd, 2048);
+    SR_CHECK_EQ(d.dcqcn.base_rtt_ns, 7 * US);
+    SR_CHECK_EQ(d.nscc.base_rtt_ns, 0);
     SR_CHECK(close_to(d.dcqcn.bdp_mult, 3));
     SR_CHECK_EQ(d.nscc.init_wnd, 0);
     SR_CHECK_EQ(d.pace_burst, 8192);
     struct sr_cc dc;
     SR_CHECK_EQ(sr_cc_init(&dc, &d, 0), 0);
     SR_CHECK_EQ(dc.pacer.burst_bytes, 8192);
-    SR_CHECK_EQ(sr_cc_window_bytes(&dc), 65536);
+    SR_CHECK_EQ(sr_cc_window_bytes(&dc), 105000); /* 3 x 40 Gb/s x 7 us */
     /* and the parsed configuration runs */
     struct sr_cc cc;
     SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
