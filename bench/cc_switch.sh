@@ -20,20 +20,23 @@
 #   CCS_REPS     repetitions (1)
 #   CCS_BUILD    build directory (build)
 #   CCS_ALGOS    the algorithms ("none dcqcn nscc")
-#   CCS_DCQCN    extra dcqcn parameters (SOFTRDMA_CC syntax)
+#   CCS_DCQCN    extra dcqcn parameters (SOFTRDMA_CC syntax); "auto" (the
+#                default): from the base RTT measured first through the
+#                switch (ccs_dcqcn_params in bench/cc_switch_lib.sh)
 #   CCS_NSCC     extra nscc parameters
 #   CCS_KEEP     a directory to keep every run's perftest, softrdma
 #                (SOFTRDMA_STATS=1) and switch output in
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/tests/netns/switch_lib.sh"
+. "$root/bench/cc_switch_lib.sh"
 rate=${CCS_RATE:-1G}
 buffer=${CCS_BUFFER:-256K}
 senders=${CCS_SENDERS:-"1 2 4"}
 secs=${CCS_SECS:-3}
 reps=${CCS_REPS:-1}
 algos=${CCS_ALGOS:-"none dcqcn nscc"}
-dcqcn_extra=${CCS_DCQCN-}
+dcqcn_extra=${CCS_DCQCN-auto}
 nscc_extra=${CCS_NSCC-}
 build=${CCS_BUILD:-$root/build}
 lib=$build/lib
@@ -52,14 +55,21 @@ out=$(mktemp -d)
 SW_PID=
 trap 'sw_stop; sw_del; rm -rf "$out"' EXIT
 sw_topology $((maxn + 1))
-# The switch at nice -20: it stands for hardware, and on a loaded 2-core
-# host at nice 0 it loses link time to the hosts it connects (its clock
-# catches up at most 20 ms, docs/SWITCH.md), so the bottleneck would run
-# below its rate and the senders' figures would be the switch's.
-printf '#!/bin/sh\nexec nice -n -20 %s "$@"\n' "$swbin" >"$out/swrun"
-chmod +x "$out/swrun"
+ccs_swrun "$out" "$swbin"
 rx=$maxn # the receiver host: the last one
 port=$((24000 + $$ % 1000))
+rtt_us=
+if [ "$dcqcn_extra" = auto ]; then
+  sw_start "$out/swrun" "$out/sw" --rate "$rate" --buffer "$buffer"
+  rtt_us=$(ccs_base_rtt_us "$out" $port "$lib")
+  cap=$(ccs_rtt_cap_us "$rate_mbps" "$buf_b")
+  echo "# measured base RTT ${rtt_us} us, cap ${cap} us" >&2
+  [ "$rtt_us" -gt "$cap" ] && rtt_us=$cap
+  sw_stop
+  port=$((port + 1))
+  dcqcn_extra=$(ccs_dcqcn_params "$rtt_us" "$rate_mbps")
+  echo "# dcqcn,$dcqcn_extra" >&2
+fi
 echo "senders,cc,rep,goodput_gbps,goodput_over_bottleneck,jain,qp99_bytes,qp99_over_kmax,drops,marks,failed" >"$csv"
 
 # the SOFTRDMA_CC value for one algorithm: the line rate is the bottleneck's
@@ -126,6 +136,7 @@ for ((rep = 1; rep <= reps; rep++)); do
   done
 done
 echo "# bench/cc_switch.sh: rate $rate, buffer $buffer (Kmin $kmin, Kmax $kmax B), -D $secs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# dcqcn: ${dcqcn_extra:-defaults}${rtt_us:+ (base RTT $rtt_us us: measured, capped)}; nscc: ${nscc_extra:-defaults}"
 column -s, -t "$csv"
 echo "csv: $csv"
 if command -v gnuplot >/dev/null; then
