@@ -49,12 +49,11 @@ port=$((25000 + $$ % 1000))
 if [ "$dcqcn_extra" = auto ]; then
   sw_start "$out/swrun" "$out/sw" --rate "$rate" --buffer "$buffer"
   rtt_us=$(ccs_base_rtt_us "$out" $port "$lib")
-  cap=$(ccs_rtt_cap_us "$rate_mbps" "$buf_b")
-  echo "# measured base RTT ${rtt_us} us, cap ${cap} us" >&2
-  [ "$rtt_us" -gt "$cap" ] && rtt_us=$cap
+  wrtt_us=$(ccs_window_rtt_us "$rate_mbps" "$buf_b")
+  echo "# measured base RTT ${rtt_us} us; the window's ${wrtt_us} us" >&2
   sw_stop
   port=$((port + 1))
-  dcqcn_extra=$(ccs_dcqcn_params "$rtt_us" "$rate_mbps")
+  dcqcn_extra=$(ccs_dcqcn_params "$rtt_us" "$wrtt_us" "$rate_mbps")
 fi
 cc_spec() {
   case $1 in

@@ -62,12 +62,11 @@ rtt_us=
 if [ "$dcqcn_extra" = auto ]; then
   sw_start "$out/swrun" "$out/sw" --rate "$rate" --buffer "$buffer"
   rtt_us=$(ccs_base_rtt_us "$out" $port "$lib")
-  cap=$(ccs_rtt_cap_us "$rate_mbps" "$buf_b")
-  echo "# measured base RTT ${rtt_us} us, cap ${cap} us" >&2
-  [ "$rtt_us" -gt "$cap" ] && rtt_us=$cap
+  wrtt_us=$(ccs_window_rtt_us "$rate_mbps" "$buf_b")
+  echo "# measured base RTT ${rtt_us} us; the window's ${wrtt_us} us" >&2
   sw_stop
   port=$((port + 1))
-  dcqcn_extra=$(ccs_dcqcn_params "$rtt_us" "$rate_mbps")
+  dcqcn_extra=$(ccs_dcqcn_params "$rtt_us" "$wrtt_us" "$rate_mbps")
   echo "# dcqcn,$dcqcn_extra" >&2
 fi
 echo "senders,cc,rep,goodput_gbps,goodput_over_bottleneck,jain,qp99_bytes,qp99_over_kmax,drops,marks,failed" >"$csv"
@@ -136,7 +135,7 @@ for ((rep = 1; rep <= reps; rep++)); do
   done
 done
 echo "# bench/cc_switch.sh: rate $rate, buffer $buffer (Kmin $kmin, Kmax $kmax B), -D $secs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# dcqcn: ${dcqcn_extra:-defaults}${rtt_us:+ (base RTT $rtt_us us: measured, capped)}; nscc: ${nscc_extra:-defaults}"
+echo "# dcqcn: ${dcqcn_extra:-defaults}${rtt_us:+ (measured base RTT $rtt_us us)}; nscc: ${nscc_extra:-defaults}"
 column -s, -t "$csv"
 echo "csv: $csv"
 if command -v gnuplot >/dev/null; then

@@ -25,31 +25,37 @@ ccs_base_rtt_us() {
     >"$o/lat_cli" 2>&1 || true
   wait $s || true
   t=$(awk '$1 == 2 && NF >= 5 { print $5 }' "$o/lat_cli")
-  awk -v t="${t:-0}" 'BEGIN { v = int(2 * t + 0.5); print (v > 0 ? v : 100) }'
+  # a failed or odd run ("inf", "-nan", nothing): 100 us
+  awk -v t="${t:-0}" 'BEGIN { if (t !~ /^[0-9.]+$/) t = 50; v = int(2 * t + 0.5); print (v > 0 ? v : 100) }'
 }
 
-# ccs_rtt_cap_us RATE_MBPS BUFFER_BYTES: the largest base RTT the window
-# may take, 2 x rate x RTT = BUFFER / 8: eight QPs at line rate (and their
-# 32 KiB first windows) fit the buffer before a CNP returns. A loaded host's
-# typical round trip (milliseconds here at load average 10) is scheduling,
-# not path, and a window sized from it would overflow the buffer.
-ccs_rtt_cap_us() {
+# ccs_window_rtt_us RATE_MBPS BUFFER_BYTES: the base RTT the window is
+# sized from, so that 2 x rate x RTT = BUFFER / 8: eight QPs at line rate
+# (and their 32 KiB first windows) fit the buffer before a CNP returns. The
+# window is the buffer's protection, DCQCN's rate the control: a window
+# from the measured round trip would either overflow the buffer (a loaded
+# host's typical round trip is milliseconds, scheduling not path) or, from
+# a quiet one, limit a QP whose round trip a software host stretches.
+ccs_window_rtt_us() {
   awk -v l="$1" -v b="$2" 'BEGIN { print int(b / 8 * 8 / (2 * l)) }'
 }
 
-# ccs_dcqcn_params RTT_US RATE_MBPS: DCQCN's parameters for this bottleneck.
-# The published ones (DCQCN paper: N = 50 us, K = T = 55 us, R_AI = line /
-# 1000) assume round trips of a few microseconds at 40-100 Gb/s; here the
-# round trip is hundreds of microseconds, and a CNP every 50 us would cut a
-# QP several times before its first cut could show in the queue. So: one
-# CNP and at most one cut per round trip (N = decrease interval = RTT), the
-# alpha and rate timers just longer (K = T = 1.1 RTT, as 55 us is to 50),
+# ccs_dcqcn_params RTT_US WINDOW_RTT_US RATE_MBPS: DCQCN's parameters for
+# this bottleneck. The published ones (DCQCN paper: N = 50 us, K = T =
+# 55 us, R_AI = line / 1000) assume round trips of a few microseconds at
+# 40-100 Gb/s; here the round trip is up to hundreds of microseconds, and a
+# CNP every 50 us would cut a QP several times before its first cut could
+# show in the queue. So: one CNP and at most one cut per round trip (N =
+# decrease interval = the measured RTT, within [50 us, WINDOW_RTT_US]), the
+# alpha and rate timers just longer (K = T = 1.1 N, as 55 us is to 50),
 # R_AI a 200th of the line (the paper's 40 Mb/s at 40 Gb/s would take
 # minutes to add up at 1 Gb/s with timers this long), R_HAI ten times that,
-# and the window's base RTT the measured one.
+# the window's base RTT WINDOW_RTT_US, and a pacer bucket of 16 packets of
+# 1 KiB (a NIC thread cannot wake every 8 us, one packet's time at 1 Gb/s).
 ccs_dcqcn_params() {
-  awk -v r="$1" -v l="$2" 'BEGIN {
-    n = r < 50 ? 50 : r; k = int(n * 1.1 + 0.5); ai = l / 200; if (ai < 1) ai = 1
-    printf "base_rtt_us=%d,cnp_interval_us=%d,decrease_interval_us=%d,alpha_timer_us=%d,rate_timer_us=%d,rai_mbps=%d,rhai_mbps=%d\n",
-      r, n, n, k, k, ai, 10 * ai }'
+  awk -v r="$1" -v w="$2" -v l="$3" 'BEGIN {
+    n = r < 50 ? 50 : r; if (n > w && w >= 50) n = w; k = int(n * 1.1 + 0.5)
+    ai = int(l / 200); if (ai < 1) ai = 1
+    printf "base_rtt_us=%d,cnp_interval_us=%d,decrease_interval_us=%d,alpha_timer_us=%d,rate_timer_us=%d,rai_mbps=%d,rhai_mbps=%d,pace_burst=16384\n",
+      w, n, n, k, k, ai, 10 * ai }'
 }
