@@ -50,12 +50,12 @@ ccs_window_rtt_us() {
 # alpha and rate timers just longer (K = T = 1.1 N, as 55 us is to 50),
 # R_AI a 200th of the line (the paper's 40 Mb/s at 40 Gb/s would take
 # minutes to add up at 1 Gb/s with timers this long), R_HAI ten times that,
-# the window's base RTT WINDOW_RTT_US, and a pacer bucket of 16 packets of
+# the window on (bdp_mult=2) with its base RTT WINDOW_RTT_US, a pacer bucket of 16 packets of
 # 1 KiB (a NIC thread cannot wake every 8 us, one packet's time at 1 Gb/s).
 ccs_dcqcn_params() {
   awk -v r="$1" -v w="$2" -v l="$3" 'BEGIN {
     n = r < 50 ? 50 : r; if (n > w && w >= 50) n = w; k = int(n * 1.1 + 0.5)
     ai = int(l / 200); if (ai < 1) ai = 1
-    printf "base_rtt_us=%d,cnp_interval_us=%d,decrease_interval_us=%d,alpha_timer_us=%d,rate_timer_us=%d,rai_mbps=%d,rhai_mbps=%d,pace_burst=16384\n",
+    printf "bdp_mult=2,base_rtt_us=%d,cnp_interval_us=%d,decrease_interval_us=%d,alpha_timer_us=%d,rate_timer_us=%d,rai_mbps=%d,rhai_mbps=%d,pace_burst=16384\n",
       w, n, n, k, k, ai, 10 * ai }'
 }

@@ -206,10 +206,11 @@ void sr_cc_cfg_default(struct sr_cc_cfg *cfg, uint64_t line_rate_bps)
     /* The NP sends at most one CNP per 50 us (paper N = 50 us); cutting at
      * most that often keeps a burst of CNPs from several NPs from compounding. */
     cfg->dcqcn.decrease_interval_ns = 50000;
-    /* Twice the BDP at the current rate: a QP is not window-limited until
-     * the RTT doubles (a queue of one BDP), and N QPs at line rate queue at
-     * most (2N - 1) BDPs before their CNPs cut rate and window together. */
-    cfg->dcqcn.bdp_mult = 2.0;
+    /* No window by default (bdp_mult 0, the paper's rate-only RP): on a
+     * software host the smallest RTT sample is far below the typical round
+     * trip, and a window from it halves ib_write_bw on loopback
+     * (bench/cc_window_ab.sh). Through a shallow buffer set bdp_mult=2 and
+     * a base_rtt_us (docs/CONGESTION.md). */
     cfg->nscc.target_qdelay_ns = 10000;
     cfg->nscc.mtu = 4096;
     cfg->nscc.md_beta = 0.8;

@@ -47,7 +47,7 @@ struct sr_cc_dcqcn_params {
      * scaled by the current rate as HPCC's W = B x T, Li et al., SIGCOMM
      * 2019, sec. 3.2): bdp_mult x Rc x the smallest RTT sample. 0 = no
      * window of its own (the engine's fixed window). */
-    double bdp_mult;      /* 2 */
+    double bdp_mult;      /* 0 (no window); 2 through a shallow buffer */
     uint64_t base_rtt_ns; /* the BDP's RTT: 0 = the smallest RTT sample */
     uint64_t init_wnd;    /* bytes before the first RTT sample: 0 = 32 KiB */
     uint64_t min_wnd;     /* floor in bytes: 0 = 8 KiB */

@@ -302,6 +302,9 @@ static void test_dcqcn_window(void)
     struct sr_cc cc;
     dcqcn_cfg(&cfg);
     SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 0); /* the default: no window */
+    cfg.dcqcn.bdp_mult = 2;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
     SR_CHECK_EQ(sr_cc_window_bytes(&cc), 32 * 1024); /* no sample yet */
     SR_CHECK_EQ(sr_cc_dcqcn_base_rtt_ns(&cc), 0);
     sr_cc_on_ack(&cc, 4096, 0, false, 10 * US); /* no sample: unchanged */
@@ -560,8 +563,8 @@ static void test_loop_dcqcn(void)
 {
     struct sr_cc_cfg cfg;
     struct sim *s = &sim_state;
-    dcqcn_cfg(&cfg);        /* a 40 Gb/s sender into a 10 Gb/s bottleneck */
-    cfg.dcqcn.bdp_mult = 0; /* the paper's rate loop alone: no window */
+    dcqcn_cfg(&cfg); /* a 40 Gb/s sender into a 10 Gb/s bottleneck */
+    /* the default: the paper's rate loop alone, no window */
     memset(s, 0, sizeof(*s));
     s->nflows = 1;
     SR_CHECK_EQ(sr_cc_init(&s->f[0].cc, &cfg, 0), 0);
@@ -590,8 +593,7 @@ static void test_loop_dcqcn_window(void)
     double util[2], jain[2];
     for (int k = 0; k < 2; k++) {
         dcqcn_cfg(&cfg);
-        if (k == 1)
-            cfg.dcqcn.bdp_mult = 0;
+        cfg.dcqcn.bdp_mult = k == 0 ? 2 : 0;
         memset(s, 0, sizeof(*s));
         s->nflows = 4;
         s->mark_bytes = 100 * 1024;

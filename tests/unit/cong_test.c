@@ -188,9 +188,7 @@ static void test_pacing_deadlines(void)
 {
     struct sr_cc_cfg cfg;
     /* timers and byte counter far away: the rate holds still */
-    /* and no window (bdp_mult 0): the pacer alone */
-    cc_spec(&cfg, "dcqcn,rate_timer_us=1000000,alpha_timer_us=1000000,byte_counter=1000000000000,"
-                  "bdp_mult=0");
+    cc_spec(&cfg, "dcqcn,rate_timer_us=1000000,alpha_timer_us=1000000,byte_counter=1000000000000");
     struct eng_fix f;
     open_pair(&f, &cfg, 1024);
     SR_CHECK_EQ(sr_qp_cc_rate_bps(f.pr.qp[0]), 10000000000ull);
@@ -243,7 +241,7 @@ static void test_pacing_deadlines(void)
 static void test_unpaced_at_line_rate(void)
 {
     struct sr_cc_cfg cfg;
-    cc_spec(&cfg, "dcqcn,bdp_mult=0"); /* no window: the pacer's answer alone */
+    cc_spec(&cfg, "dcqcn");
     struct eng_fix f;
     open_pair(&f, &cfg, 1024);
     f.h.now = 1000;
@@ -268,7 +266,7 @@ static void test_unpaced_at_line_rate(void)
 static void test_dcqcn_window(void)
 {
     struct sr_cc_cfg cfg;
-    cc_spec(&cfg, "dcqcn");
+    cc_spec(&cfg, "dcqcn,bdp_mult=2");
     struct eng_fix f;
     open_pair(&f, &cfg, 1024);
     f.h.now = 1000;
