@@ -9,7 +9,10 @@
 # senders' goodputs, the egress queue's p99 (the switch's qp99) over Kmax,
 # tail drops at the egress, failed perftests. Prints the table and writes
 # a CSV (and a PNG when gnuplot is installed) under bench/results/.
-# Root only. A benchmark, not a test.
+# DCQCN runs with its window on and parameters for this bottleneck, derived
+# from a round trip measured first through the switch and from the buffer
+# (bench/cc_switch_lib.sh; printed with the table). The switch runs at
+# nice -20. Root only. A benchmark, not a test.
 #
 # Environment:
 #   CCS_RATE     egress rate (1G: one softrdma sender here moves 1-1.5

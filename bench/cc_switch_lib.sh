@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # bench/cc_switch_lib.sh: what bench/cc_switch.sh and bench/cc_converge.sh
 # share (sourced): the switch wrapper, the base-RTT measurement and the
 # DCQCN parameters derived from it.
