@@ -441,7 +441,7 @@ int sr_cc_parse(const char *spec, struct sr_cc_cfg *cfg, char *err, size_t err_l
             return fail(err, err_len, "SOFTRDMA_CC: '%s' is not param=value", tok);
         *eq = '\0';
         const struct param *pm = NULL;
-        /* A name two algorithms share (init_wnd, min_wnd) takes the row of
+        /* A name two algorithms share (base_rtt_us, init_wnd, min_wnd) takes the row of
          * the algorithm being parsed. */
         for (unsigned i = 0; i < SR_ARRAY_SIZE(params); i++)
             if (strcmp(tok, params[i].name) == 0 &&
