@@ -9,7 +9,10 @@
 # senders' goodputs, the egress queue's p99 (the switch's qp99) over Kmax,
 # tail drops at the egress, failed perftests. Prints the table and writes
 # a CSV (and a PNG when gnuplot is installed) under bench/results/.
-# Root only. A benchmark, not a test.
+# DCQCN runs with its window on and parameters for this bottleneck, derived
+# from a round trip measured first through the switch and from the buffer
+# (bench/cc_switch_lib.sh; printed with the table). The switch runs at
+# nice -20. Root only. A benchmark, not a test.
 #
 # Environment:
 #   CCS_RATE     egress rate (1G: one softrdma sender here moves 1-1.5
@@ -19,14 +22,25 @@
 #   CCS_SECS     perftest -D (3)
 #   CCS_REPS     repetitions (1)
 #   CCS_BUILD    build directory (build)
+#   CCS_ALGOS    the algorithms ("none dcqcn nscc")
+#   CCS_DCQCN    extra dcqcn parameters (SOFTRDMA_CC syntax); "auto" (the
+#                default): from the base RTT measured first through the
+#                switch (ccs_dcqcn_params in bench/cc_switch_lib.sh)
+#   CCS_NSCC     extra nscc parameters
+#   CCS_KEEP     a directory to keep every run's perftest, softrdma
+#                (SOFTRDMA_STATS=1) and switch output in
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/tests/netns/switch_lib.sh"
+. "$root/bench/cc_switch_lib.sh"
 rate=${CCS_RATE:-1G}
 buffer=${CCS_BUFFER:-256K}
 senders=${CCS_SENDERS:-"1 2 4"}
 secs=${CCS_SECS:-3}
 reps=${CCS_REPS:-1}
+algos=${CCS_ALGOS:-"none dcqcn nscc"}
+dcqcn_extra=${CCS_DCQCN-auto}
+nscc_extra=${CCS_NSCC-}
 build=${CCS_BUILD:-$root/build}
 lib=$build/lib
 swbin=$build/bin/srdma-switch
@@ -44,17 +58,38 @@ out=$(mktemp -d)
 SW_PID=
 trap 'sw_stop; sw_del; rm -rf "$out"' EXIT
 sw_topology $((maxn + 1))
+ccs_swrun "$out" "$swbin"
 rx=$maxn # the receiver host: the last one
 port=$((24000 + $$ % 1000))
+rtt_us=
+if [ "$dcqcn_extra" = auto ]; then
+  sw_start "$out/swrun" "$out/sw" --rate "$rate" --buffer "$buffer"
+  rtt_us=$(ccs_base_rtt_us "$out" $port "$lib")
+  wrtt_us=$(ccs_window_rtt_us "$rate_mbps" "$buf_b")
+  echo "# measured base RTT ${rtt_us} us; the window's ${wrtt_us} us" >&2
+  sw_stop
+  port=$((port + 1))
+  dcqcn_extra=$(ccs_dcqcn_params "$rtt_us" "$wrtt_us" "$rate_mbps")
+  echo "# dcqcn,$dcqcn_extra" >&2
+fi
 echo "senders,cc,rep,goodput_gbps,goodput_over_bottleneck,jain,qp99_bytes,qp99_over_kmax,drops,marks,failed" >"$csv"
+
+# the SOFTRDMA_CC value for one algorithm: the line rate is the bottleneck's
+cc_spec() {
+  case $1 in
+  none) echo none ;;
+  dcqcn) echo "dcqcn,line_rate_mbps=$rate_mbps${dcqcn_extra:+,$dcqcn_extra}" ;;
+  nscc) echo "nscc,line_rate_mbps=$rate_mbps${nscc_extra:+,$nscc_extra}" ;;
+  esac
+}
 
 one() { # one N CC REP
   local n=$1 cc=$2 rep=$3 i pids=() fails=0 g sum=0 sq=0
-  sw_start "$swbin" "$out/sw" --rate "$rate" --buffer "$buffer" --kmin $kmin --kmax $kmax --pmax 0.2
+  sw_start "$out/swrun" "$out/sw" --rate "$rate" --buffer "$buffer" --kmin $kmin --kmax $kmax --pmax 0.2
   for ((i = 0; i < n; i++)); do
     ip -n "${HOST_NS[$rx]}" addr add "10.236.0.$((200 + i))/24" dev eth0 2>/dev/null || true
-    ip netns exec "${HOST_NS[$rx]}" env SOFTRDMA_SHM=0 SOFTRDMA_ADDR=10.236.0.$((200 + i)) \
-      SOFTRDMA_CC="$cc,line_rate_mbps=$rate_mbps" LD_LIBRARY_PATH="$lib" \
+    ip netns exec "${HOST_NS[$rx]}" env SOFTRDMA_SHM=0 SOFTRDMA_STATS=1 SOFTRDMA_ADDR=10.236.0.$((200 + i)) \
+      SOFTRDMA_CC="$(cc_spec "$cc")" LD_LIBRARY_PATH="$lib" \
       timeout $((secs + 30)) ib_write_bw -F -D "$secs" -s 65536 --report_gbits -p $((port + i)) \
       >"$out/srv$i" 2>&1 &
     pids+=($!)
@@ -63,8 +98,8 @@ one() { # one N CC REP
     sr_wait_listen $((port + i)) ip netns exec "${HOST_NS[$rx]}" || true
   done
   for ((i = 0; i < n; i++)); do
-    ip netns exec "${HOST_NS[$i]}" env SOFTRDMA_SHM=0 SOFTRDMA_ADDR="${HOST_ADDR[$i]}" \
-      SOFTRDMA_CC="$cc,line_rate_mbps=$rate_mbps" LD_LIBRARY_PATH="$lib" \
+    ip netns exec "${HOST_NS[$i]}" env SOFTRDMA_SHM=0 SOFTRDMA_STATS=1 SOFTRDMA_ADDR="${HOST_ADDR[$i]}" \
+      SOFTRDMA_CC="$(cc_spec "$cc")" LD_LIBRARY_PATH="$lib" \
       timeout $((secs + 30)) ib_write_bw -F -D "$secs" -s 65536 --report_gbits -p $((port + i)) \
       10.236.0.$((200 + i)) >"$out/cli$i" 2>&1 &
     pids+=($!)
@@ -89,16 +124,21 @@ one() { # one N CC REP
       printf "%d,%s,%d,%.3f,%.3f,%.3f,%d,%.2f,%d,%d,%d\n", n, cc, rep, s, s * 1000 / r, j, q, q / k, d, m, f
     }' >>"$csv"
   tail -1 "$csv" >&2
+  if [ -n "${CCS_KEEP:-}" ]; then
+    mkdir -p "$CCS_KEEP/$n-$cc-$rep"
+    cp "$out"/sw* "$out"/cli* "$out"/srv* "$CCS_KEEP/$n-$cc-$rep/"
+  fi
 }
 
 for ((rep = 1; rep <= reps; rep++)); do
   for n in $senders; do
-    for cc in none dcqcn nscc; do
+    for cc in $algos; do
       one "$n" "$cc" "$rep"
     done
   done
 done
 echo "# bench/cc_switch.sh: rate $rate, buffer $buffer (Kmin $kmin, Kmax $kmax B), -D $secs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# dcqcn: ${dcqcn_extra:-defaults}${rtt_us:+ (measured base RTT $rtt_us us)}; nscc: ${nscc_extra:-defaults}"
 column -s, -t "$csv"
 echo "csv: $csv"
 if command -v gnuplot >/dev/null; then

@@ -526,7 +526,8 @@ static void sw_usage(void)
     fprintf(stderr,
             "usage: srdma-switch --port IF [--port IF ...] [--rate R] [--buffer B]\n"
             "         [--kmin B --kmax B --pmax P] [--pcap FILE [--pcap-port N]]\n"
-            "         [--stats-csv FILE] [--duration S] [--seed N] [--route IPV4=PORT ...]\n"
+            "         [--stats-csv FILE [--stats-interval-ms N]] [--duration S] [--seed N]\n"
+            "         [--route IPV4=PORT ...]\n"
             "  R in bit/s with k/M/G (0: line rate), B in bytes with K/M;\n"
             "  every egress port gets the same rate, buffer and thresholds.\n");
 }
@@ -543,6 +544,7 @@ int main(int argc, char **argv)
                                          {"pcap", required_argument, 0, 'w'},
                                          {"pcap-port", required_argument, 0, 'W'},
                                          {"stats-csv", required_argument, 0, 'c'},
+                                         {"stats-interval-ms", required_argument, 0, 'i'},
                                          {"duration", required_argument, 0, 'd'},
                                          {"seed", required_argument, 0, 's'},
                                          {"route", required_argument, 0, 'R'},
@@ -552,7 +554,7 @@ int main(int argc, char **argv)
     int nports = 0, c;
     struct sigaction sa;
     struct pollfd pfd[SW_PORTS_MAX];
-    uint64_t next_csv;
+    uint64_t next_csv, csv_every_ns = 1000000000u;
 
     sw.cfg.buffer_len = 1 << 20;
     sw.cfg.pmax = 1.0;
@@ -589,6 +591,10 @@ int main(int argc, char **argv)
             break;
         case 'c':
             sw.cfg.csv_path = optarg;
+            break;
+        case 'i':
+            csv_every_ns = strtoull(optarg, NULL, 10) * 1000000u;
+            bad = csv_every_ns == 0 || csv_every_ns > 60000000000ull;
             break;
         case 'd':
             sw.cfg.duration_s = atof(optarg);
@@ -647,7 +653,7 @@ int main(int argc, char **argv)
         pfd[i] = (struct pollfd){.fd = sw.port[i].fd, .events = POLLIN};
     fprintf(stderr, "srdma-switch: %d ports up\n", sw.port_cnt);
     sw.start_ns = sw_now_ns();
-    next_csv = sw.start_ns + 1000000000u;
+    next_csv = sw.start_ns + csv_every_ns;
 
     while (!sw_stop) {
         uint64_t now = sw_now_ns(), next = now + 100000000u;
@@ -656,7 +662,7 @@ int main(int argc, char **argv)
             break;
         if (sw.csv && now >= next_csv) {
             sw_csv_row(&sw, now);
-            next_csv += 1000000000u;
+            next_csv += csv_every_ns;
         }
         if (sw.csv && next_csv < next)
             next = next_csv;

@@ -87,6 +87,7 @@ int sr_cc_init(struct sr_cc *cc, const struct sr_cc_cfg *cfg, uint64_t now_ns)
         return SR_ERR_INVAL;
     memset(cc, 0, sizeof(*cc));
     cc->ops = algo_ops[cfg->algo];
+    cc->pacer.burst_bytes = cfg->pace_burst;
     int rc = cc->ops->init(cc, cfg, now_ns);
     if (rc < 0)
         cc->ops = &sr_cc_none_ops;
@@ -161,8 +162,17 @@ void sr_cc_pacer_sent(struct sr_cc_pacer *pc, uint32_t bytes, uint64_t now_ns)
      * the exact slot, so rounding does not slow a busy sender down. */
     bool on_slot = now_ns <= pc->next_ns || (now_ns == pc->next_ns + 1 && pc->next_frac_ps);
     if (!on_slot) {
-        pc->next_ns = now_ns;
-        pc->next_frac_ps = 0;
+        /* With a bucket the missed departures are kept, up to burst_bytes'
+         * worth at this rate: the slot moves only to that far behind now. */
+        uint64_t credit_ns = 0;
+        if (pc->burst_bytes)
+            credit_ns = (uint64_t)SR_MIN((unsigned __int128)pc->burst_bytes * 8u * 1000000000u /
+                                             pc->rate_bps,
+                                         (unsigned __int128)UINT64_MAX);
+        if (now_ns - pc->next_ns > credit_ns) {
+            pc->next_ns = now_ns - credit_ns;
+            pc->next_frac_ps = 0;
+        }
     }
     unsigned __int128 bits = (unsigned __int128)bytes * 8u * 1000000000000u;
     uint64_t ps = (uint64_t)(bits / pc->rate_bps) + pc->next_frac_ps;
@@ -196,6 +206,11 @@ void sr_cc_cfg_default(struct sr_cc_cfg *cfg, uint64_t line_rate_bps)
     /* The NP sends at most one CNP per 50 us (paper N = 50 us); cutting at
      * most that often keeps a burst of CNPs from several NPs from compounding. */
     cfg->dcqcn.decrease_interval_ns = 50000;
+    /* No window by default (bdp_mult 0, the paper's rate-only RP): on a
+     * software host the smallest RTT sample is far below the typical round
+     * trip, and a window from it halves ib_write_bw on loopback
+     * (bench/cc_window_ab.sh). Through a shallow buffer set bdp_mult=2 and
+     * a base_rtt_us (docs/CONGESTION.md). */
     cfg->nscc.target_qdelay_ns = 10000;
     cfg->nscc.mtu = 4096;
     cfg->nscc.md_beta = 0.8;
@@ -221,6 +236,12 @@ struct sr_cc_dcqcn_params sr_cc_dcqcn_effective(const struct sr_cc_cfg *cfg)
         p.min_rate_bps = cfg->line_rate_bps / 1000;
     if (!p.min_rate_bps)
         p.min_rate_bps = 1;
+    /* 32 KiB before the first RTT sample: eight QPs' first windows fit in a
+     * 256 KiB buffer, and one QP's in any switch's. */
+    if (!p.init_wnd)
+        p.init_wnd = 32u * 1024;
+    if (!p.min_wnd)
+        p.min_wnd = 8u * 1024;
     return p;
 }
 
@@ -256,6 +277,7 @@ struct param {
 #define CFG(f) offsetof(struct sr_cc_cfg, f)
 static const struct param params[] = {
     {"line_rate_mbps", -1, P_U64, CFG(line_rate_bps), 1000000, "Mb/s"},
+    {"pace_burst", -1, P_U64, CFG(pace_burst), 1, "bytes"},
     {"cnp_interval_us", -1, P_U64, CFG(np.cnp_interval_ns), 1000, "us"},
     {"g", SR_CC_DCQCN, P_DBL, CFG(dcqcn.g), 1, "fraction, e.g. 1/256"},
     {"alpha_init", SR_CC_DCQCN, P_DBL, CFG(dcqcn.alpha_init), 1, "fraction"},
@@ -267,6 +289,10 @@ static const struct param params[] = {
     {"rai_mbps", SR_CC_DCQCN, P_U64, CFG(dcqcn.rai_bps), 1000000, "Mb/s"},
     {"rhai_mbps", SR_CC_DCQCN, P_U64, CFG(dcqcn.rhai_bps), 1000000, "Mb/s"},
     {"min_rate_mbps", SR_CC_DCQCN, P_U64, CFG(dcqcn.min_rate_bps), 1000000, "Mb/s"},
+    {"bdp_mult", SR_CC_DCQCN, P_DBL, CFG(dcqcn.bdp_mult), 1, "factor"},
+    {"base_rtt_us", SR_CC_DCQCN, P_U64, CFG(dcqcn.base_rtt_ns), 1000, "us"},
+    {"init_wnd", SR_CC_DCQCN, P_U64, CFG(dcqcn.init_wnd), 1, "bytes"},
+    {"min_wnd", SR_CC_DCQCN, P_U64, CFG(dcqcn.min_wnd), 1, "bytes"},
     {"base_rtt_us", SR_CC_NSCC, P_U64, CFG(nscc.base_rtt_ns), 1000, "us"},
     {"target_us", SR_CC_NSCC, P_U64, CFG(nscc.target_qdelay_ns), 1000, "us"},
     {"mtu", SR_CC_NSCC, P_U32, CFG(nscc.mtu), 1, "bytes"},
@@ -361,8 +387,11 @@ static int set_param(struct sr_cc_cfg *cfg, const struct param *pm, const char *
         return 0;
     case P_DBL:
         /* Every fraction parameter is a gain or a share: 0..1, except the
-         * proportional-increase gain which may exceed 1. */
-        if (!parse_dbl(val, &d) || d < 0 || (d > 1 && strcmp(pm->name, "pi_gain") != 0))
+         * proportional-increase gain and the BDP multiple, which are
+         * factors (at most 64). */
+        if (!parse_dbl(val, &d) || d < 0 ||
+            (d > 1 && strcmp(pm->name, "pi_gain") != 0 && strcmp(pm->name, "bdp_mult") != 0) ||
+            d > 64)
             goto bad;
         memcpy(field, &d, sizeof(d));
         return 0;
@@ -412,8 +441,11 @@ int sr_cc_parse(const char *spec, struct sr_cc_cfg *cfg, char *err, size_t err_l
             return fail(err, err_len, "SOFTRDMA_CC: '%s' is not param=value", tok);
         *eq = '\0';
         const struct param *pm = NULL;
+        /* A name two algorithms share (base_rtt_us, init_wnd, min_wnd) takes the row of
+         * the algorithm being parsed. */
         for (unsigned i = 0; i < SR_ARRAY_SIZE(params); i++)
-            if (strcmp(tok, params[i].name) == 0)
+            if (strcmp(tok, params[i].name) == 0 &&
+                (!pm || params[i].algo < 0 || params[i].algo == (int)out.algo))
                 pm = &params[i];
         if (!pm)
             return fail(err, err_len, "SOFTRDMA_CC: unknown parameter '%s'", tok);

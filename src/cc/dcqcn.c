@@ -17,6 +17,18 @@
  * line rate the limiter is released and the timers stop, so an idle or
  * uncongested QP has no deadline. Alpha's decay over that quiet time is
  * applied at the next CNP.
+ *
+ * Window: without PFC a rate alone lets a QP put its whole engine window
+ * (2048 packets) in flight before the first CNP can return, and a shallow
+ * buffer overflows in that round trip. As IRN (Mittal et al., SIGCOMM 2018,
+ * sec. 3.2) the QP also caps what is unacknowledged at a BDP: here
+ * bdp_mult x Rc x base RTT, the base RTT being the smallest sample seen
+ * (HPCC's W = B x T, sec. 3.2, with the current rate for B, so a cut rate
+ * also shrinks the window and a late pacer cannot release more than that).
+ * Before any sample the window is init_wnd, sized to fit a shallow buffer.
+ * A configured base RTT (IRN and UET configure theirs) replaces the
+ * smallest sample: on a loaded host a lucky sample can be a fifth of the
+ * typical unloaded round trip, and would shrink the window below it.
  */
 #include <string.h>
 
@@ -110,10 +122,12 @@ static void dcqcn_on_sent(struct sr_cc *cc, uint32_t bytes, uint64_t now_ns)
 static void dcqcn_on_ack(struct sr_cc *cc, uint64_t acked_bytes, uint64_t rtt_ns, bool ecn_echo,
                          uint64_t now_ns)
 {
-    /* DCQCN reacts to CNPs only; ACKs carry no congestion signal for it. */
-    (void)cc;
+    /* DCQCN's rate reacts to CNPs only; an ACK's RTT sample only feeds the
+     * window's base RTT. */
+    struct sr_cc_dcqcn *d = dq(cc);
+    if (rtt_ns && (!d->min_rtt_ns || rtt_ns < d->min_rtt_ns))
+        d->min_rtt_ns = rtt_ns;
     (void)acked_bytes;
-    (void)rtt_ns;
     (void)ecn_echo;
     (void)now_ns;
 }
@@ -179,9 +193,14 @@ static uint64_t dcqcn_deadline(const struct sr_cc *cc)
 
 static uint64_t dcqcn_window(const struct sr_cc *cc)
 {
-    /* Rate-based: the window stays the engine's. */
-    (void)cc;
-    return 0;
+    const struct sr_cc_dcqcn *d = cdq(cc);
+    if (d->p.bdp_mult <= 0)
+        return 0; /* rate only: the engine's fixed window */
+    uint64_t rtt = d->p.base_rtt_ns ? d->p.base_rtt_ns : d->min_rtt_ns;
+    if (!rtt)
+        return d->p.init_wnd;
+    double w = d->p.bdp_mult * (double)d->rc_bps * (double)rtt / 8e9;
+    return w > (double)d->p.min_wnd ? (uint64_t)w : d->p.min_wnd;
 }
 
 static uint64_t dcqcn_rate(const struct sr_cc *cc)
@@ -210,6 +229,11 @@ double sr_cc_dcqcn_alpha(const struct sr_cc *cc)
 uint64_t sr_cc_dcqcn_target_bps(const struct sr_cc *cc)
 {
     return cc->ops == &sr_cc_dcqcn_ops ? cdq(cc)->rt_bps : 0;
+}
+
+uint64_t sr_cc_dcqcn_base_rtt_ns(const struct sr_cc *cc)
+{
+    return cc->ops == &sr_cc_dcqcn_ops ? cdq(cc)->min_rtt_ns : 0;
 }
 
 /* ---- notification point ---- */

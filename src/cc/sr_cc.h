@@ -43,6 +43,14 @@ struct sr_cc_dcqcn_params {
     uint64_t rai_bps;              /* additive step R_AI: 0 = line / 1000 (40 Mb/s at 40G, paper) */
     uint64_t rhai_bps;             /* hyper step R_HAI: 0 = 10 x R_AI (ns-3 model's 5/50 Mb/s) */
     uint64_t min_rate_bps;         /* floor: 0 = line / 1000 */
+    /* The window (IRN's BDP cap, Mittal et al., SIGCOMM 2018, sec. 3.2;
+     * scaled by the current rate as HPCC's W = B x T, Li et al., SIGCOMM
+     * 2019, sec. 3.2): bdp_mult x Rc x the smallest RTT sample. 0 = no
+     * window of its own (the engine's fixed window). */
+    double bdp_mult;      /* 0 (no window); 2 through a shallow buffer */
+    uint64_t base_rtt_ns; /* the BDP's RTT: 0 = the smallest RTT sample */
+    uint64_t init_wnd;    /* bytes before the first RTT sample: 0 = 32 KiB */
+    uint64_t min_wnd;     /* floor in bytes: 0 = 8 KiB */
 };
 
 /* NSCC-style window controller. 0 in a byte field means "derived from the
@@ -69,6 +77,7 @@ struct sr_cc_np_params {
 struct sr_cc_cfg {
     enum sr_cc_algo algo;
     uint64_t line_rate_bps;
+    uint64_t pace_burst; /* the pacer's bucket in bytes (sr_cc_pacer); 0 = none */
     struct sr_cc_dcqcn_params dcqcn;
     struct sr_cc_nscc_params nscc;
     struct sr_cc_np_params np;
@@ -82,6 +91,12 @@ struct sr_cc_pacer {
     uint64_t next_ns;
     uint32_t next_frac_ps; /* 0..999 */
     uint64_t rate_bps;     /* 0: not paced */
+    /* A token bucket this deep: a sender that comes late to its slot keeps
+     * up to burst_bytes of the departures it missed and sends them back to
+     * back (a NIC rate limiter's burst size), so a host whose wake-ups are
+     * tens of microseconds late still holds its rate; 0: an idle or late
+     * sender earns no credit. */
+    uint64_t burst_bytes;
 };
 
 struct sr_cc_dcqcn {
@@ -97,6 +112,7 @@ struct sr_cc_dcqcn {
     uint64_t alpha_deadline_ns, rate_deadline_ns;
     uint64_t bytes_since_event;
     uint32_t t_cnt, bc_cnt; /* timer and byte-counter events since the cut */
+    uint64_t min_rtt_ns;    /* smallest RTT sample: the window's base RTT */
 };
 
 struct sr_cc_nscc {
@@ -177,10 +193,11 @@ uint64_t sr_cc_window_bytes(const struct sr_cc *cc);
 /* Current pacing rate in bits/s; 0 when not paced. */
 uint64_t sr_cc_rate_bps(const struct sr_cc *cc);
 
-/* Introspection for tests and traces: DCQCN's alpha and target rate Rt
- * (0 for another algorithm). */
+/* Introspection for tests and traces: DCQCN's alpha, target rate Rt and
+ * base RTT (the smallest sample; 0 before one) (0 for another algorithm). */
 double sr_cc_dcqcn_alpha(const struct sr_cc *cc);
 uint64_t sr_cc_dcqcn_target_bps(const struct sr_cc *cc);
+uint64_t sr_cc_dcqcn_base_rtt_ns(const struct sr_cc *cc);
 
 /* ---- pacing, shared by the algorithms ---- */
 

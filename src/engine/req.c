@@ -304,7 +304,10 @@ static void shape_wqe(const struct sr_qp *qp, struct sr_swqe *w)
     enum sr_wr_opcode op = w->wr.opcode;
     bool trains = cfg->trains && w->npkts > 1 && sr_qp_reliable(qp) && !sr_wr_is_rd_atomic(op) &&
                   (!cfg->trains_to || cfg->trains_to(cfg->ops_ctx, qp->attr.dgid));
-    w->ack_every = sr_ack_req_every(trains, sr_timeout_ns(qp->attr.timeout), cfg->window_pkts);
+    /* With a congestion window the ACK requests follow it (congestion.c):
+     * one per window would stall the QP a round trip per window. */
+    w->ack_every = sr_ack_req_every(trains, sr_timeout_ns(qp->attr.timeout),
+                                    sr_cong_window(qp, cfg->window_pkts));
     w->write_only =
         trains && op == SR_WR_RDMA_WRITE && w->npkts <= w->ack_every && !cfg->whole_writes;
     w->shaped = true;

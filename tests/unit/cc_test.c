@@ -293,6 +293,53 @@ static void test_np_cnp_spacing(void)
     SR_CHECK(sr_cc_np_on_ce(&c, &every, 5));
 }
 
+/* The window: init_wnd before any RTT sample, then bdp_mult x Rc x the
+ * smallest sample, following the rate through a cut, never below min_wnd;
+ * bdp_mult 0 leaves the engine's window. */
+static void test_dcqcn_window(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    dcqcn_cfg(&cfg);
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 0); /* the default: no window */
+    cfg.dcqcn.bdp_mult = 2;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 32 * 1024); /* no sample yet */
+    SR_CHECK_EQ(sr_cc_dcqcn_base_rtt_ns(&cc), 0);
+    sr_cc_on_ack(&cc, 4096, 0, false, 10 * US); /* no sample: unchanged */
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 32 * 1024);
+    sr_cc_on_ack(&cc, 4096, 8 * US, false, 20 * US);
+    /* 2 x 40 Gb/s x 8 us = 80,000 B */
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 80000);
+    sr_cc_on_ack(&cc, 4096, 20 * US, false, 30 * US); /* larger: the base stays */
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 80000);
+    sr_cc_on_ack(&cc, 4096, 5 * US, false, 40 * US);
+    SR_CHECK_EQ(sr_cc_dcqcn_base_rtt_ns(&cc), 5 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 50000);
+    /* A CNP halves Rc (alpha 1): the window halves with it. */
+    sr_cc_on_cnp(&cc, 50 * US);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), G40 / 2);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 25000);
+    /* A tiny base RTT: the floor. */
+    sr_cc_on_ack(&cc, 4096, 100, false, 60 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 8 * 1024);
+    /* A configured base RTT replaces the samples, before and after one:
+     * 2 x 20 Gb/s x 10 us. */
+    struct sr_cc_cfg cb = cfg;
+    cb.dcqcn.base_rtt_ns = 10 * US;
+    struct sr_cc ccb;
+    SR_CHECK_EQ(sr_cc_init(&ccb, &cb, 0), 0);
+    SR_CHECK_EQ(sr_cc_window_bytes(&ccb), 100000);
+    sr_cc_on_ack(&ccb, 4096, 2 * US, false, 10 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&ccb), 100000);
+    /* bdp_mult 0: rate only, the engine's window */
+    cfg.dcqcn.bdp_mult = 0;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    sr_cc_on_ack(&cc, 4096, 8 * US, false, 20 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 0);
+}
+
 /* ---- NSCC-style window ---- */
 
 static void nscc_cfg(struct sr_cc_cfg *cfg)
@@ -423,7 +470,7 @@ static void test_nscc_pacing(void)
 #define SIM_RATE   10000000000ull
 #define SIM_PROP   (2 * US)
 #define SIM_EVENTS 16384u
-#define SIM_FLOWS  2
+#define SIM_FLOWS  4
 
 struct sim_ev {
     uint64_t at;
@@ -517,6 +564,7 @@ static void test_loop_dcqcn(void)
     struct sr_cc_cfg cfg;
     struct sim *s = &sim_state;
     dcqcn_cfg(&cfg); /* a 40 Gb/s sender into a 10 Gb/s bottleneck */
+    /* the default: the paper's rate loop alone, no window */
     memset(s, 0, sizeof(*s));
     s->nflows = 1;
     SR_CHECK_EQ(sr_cc_init(&s->f[0].cc, &cfg, 0), 0);
@@ -529,6 +577,56 @@ static void test_loop_dcqcn(void)
     SR_CHECK(util > 0.9 && util <= 1.0);
     /* marks start at 100 KiB; the CNP loop keeps the queue within 2.5 x that */
     SR_CHECK(s->max_queue < 256 * 1024);
+}
+
+/* Four DCQCN flows, each from a 40 Gb/s line, start together into the
+ * 10 Gb/s bottleneck (marks at 100 KiB): with the window the first round
+ * trip puts 4 x 32 KiB in flight, not four line-rate bursts, and the queue
+ * never holds more than the four windows at line rate (2 x 40 Gb/s x the
+ * base RTT each); the link stays full and the four share it. Without the
+ * window (bdp_mult 0) the queue grows several times deeper. */
+static void test_loop_dcqcn_window(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sim *s = &sim_state;
+    uint64_t end = 40000 * US, maxq[2], wsum = 0;
+    double util[2], jain[2];
+    for (int k = 0; k < 2; k++) {
+        dcqcn_cfg(&cfg);
+        cfg.dcqcn.bdp_mult = k == 0 ? 2 : 0;
+        memset(s, 0, sizeof(*s));
+        s->nflows = 4;
+        s->mark_bytes = 100 * 1024;
+        for (unsigned i = 0; i < s->nflows; i++)
+            SR_CHECK_EQ(sr_cc_init(&s->f[i].cc, &cfg, 0), 0);
+        /* the queue over the whole run, the first round trip included */
+        uint64_t mq = 0;
+        for (uint64_t t = 0; t < end; t += 100) {
+            for (unsigned i = 0; i < s->nflows; i++)
+                sim_flow_step(s, &s->f[(i + t / 100) % s->nflows], t, t >= end / 2);
+            uint64_t q = s->link_free_ns > t ? (s->link_free_ns - t) * SIM_RATE / 8000000000ull : 0;
+            mq = SR_MAX(mq, q);
+        }
+        double sum = 0, sq = 0;
+        for (unsigned i = 0; i < s->nflows; i++) {
+            sum += (double)s->f[i].delivered;
+            sq += (double)s->f[i].delivered * (double)s->f[i].delivered;
+        }
+        util[k] = sim_util(s, end);
+        jain[k] = sum * sum / (s->nflows * sq);
+        maxq[k] = mq;
+        if (k == 0)
+            for (unsigned i = 0; i < s->nflows; i++)
+                wsum += 2 * G40 / 8 * sr_cc_dcqcn_base_rtt_ns(&s->f[i].cc) / 1000000000u;
+    }
+    printf("  dcqcn x4, window: utilisation %.3f, Jain %.3f, max queue %llu B (windows at line "
+           "rate %llu B); without: max queue %llu B\n",
+           util[0], jain[0], (unsigned long long)maxq[0], (unsigned long long)wsum,
+           (unsigned long long)maxq[1]);
+    SR_CHECK(util[0] > 0.9 && util[0] <= 1.001);
+    SR_CHECK(jain[0] > 0.95);
+    SR_CHECK(wsum > 0 && maxq[0] <= wsum);
+    SR_CHECK(maxq[1] > 4 * maxq[0]);
 }
 
 static void test_loop_nscc(void)
@@ -623,6 +721,34 @@ static void test_pacer(void)
         sr_cc_pacer_sent(&late, 4096, t);
     }
     SR_CHECK_EQ(sr_cc_pacer_allowed(&late, t), t0 + 3276800);
+
+    /* A bucket of 16 KiB at 1 Gb/s (4096 B every 32768 ns): a sender 300 us
+     * late to its slot (ten missed) keeps 16 KiB of them, so four packets
+     * plus the one due now leave at once, and the next slot is one gap on. */
+    struct sr_cc_pacer b = {.burst_bytes = 16384};
+    sr_cc_pacer_set_rate(&b, 1000000000ull);
+    sr_cc_pacer_sent(&b, 4096, 0);
+    t = 32768 + 300000;
+    int now_cnt = 0;
+    while (sr_cc_pacer_allowed(&b, t) == 0 && now_cnt < 100) {
+        sr_cc_pacer_sent(&b, 4096, t);
+        now_cnt++;
+    }
+    SR_CHECK_EQ(now_cnt, 5);
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&b, t), t + 32768);
+    /* late by less than the bucket (40 us): every missed slot is kept, the
+     * schedule goes on from the slot (32768 and 65536 are due, 98304 not) */
+    struct sr_cc_pacer c = {.burst_bytes = 16384};
+    sr_cc_pacer_set_rate(&c, 1000000000ull);
+    sr_cc_pacer_sent(&c, 4096, 0);
+    t = 32768 + 40000;
+    now_cnt = 0;
+    while (sr_cc_pacer_allowed(&c, t) == 0 && now_cnt < 100) {
+        sr_cc_pacer_sent(&c, 4096, t);
+        now_cnt++;
+    }
+    SR_CHECK_EQ(now_cnt, 2);
+    SR_CHECK_EQ(sr_cc_pacer_allowed(&c, t), 98304);
 }
 
 /* ---- parser ---- */
@@ -679,6 +805,23 @@ static void test_parse_valid(void)
     SR_CHECK(!cfg.nscc.pace);
     SR_CHECK(close_to(cfg.nscc.md_beta, 0.5));
     SR_CHECK_EQ(sr_cc_nscc_effective(&cfg).init_wnd, 64 * 1024);
+    /* a name nscc and dcqcn share goes to the algorithm being parsed */
+    struct sr_cc_cfg d = {.line_rate_bps = G40};
+    SR_CHECK_EQ(sr_cc_parse("dcqcn,init_wnd=65536,min_wnd=2048,bdp_mult=3,pace_burst=8192,"
+                            "base_rtt_us=7",
+                            &d, err, sizeof(err)),
+                0);
+    SR_CHECK_EQ(d.dcqcn.init_wnd, 65536);
+    SR_CHECK_EQ(d.dcqcn.min_wnd, 2048);
+    SR_CHECK_EQ(d.dcqcn.base_rtt_ns, 7 * US);
+    SR_CHECK_EQ(d.nscc.base_rtt_ns, 0);
+    SR_CHECK(close_to(d.dcqcn.bdp_mult, 3));
+    SR_CHECK_EQ(d.nscc.init_wnd, 0);
+    SR_CHECK_EQ(d.pace_burst, 8192);
+    struct sr_cc dc;
+    SR_CHECK_EQ(sr_cc_init(&dc, &d, 0), 0);
+    SR_CHECK_EQ(dc.pacer.burst_bytes, 8192);
+    SR_CHECK_EQ(sr_cc_window_bytes(&dc), 105000); /* 3 x 40 Gb/s x 7 us */
     /* and the parsed configuration runs */
     struct sr_cc cc;
     SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
@@ -699,6 +842,7 @@ static void test_parse_invalid(void)
         {"none,g=1/2", "is for dcqcn"},
         {"nscc,rai_mbps=5", "is for dcqcn"},
         {"dcqcn,g=2", "for g"},
+        {"dcqcn,bdp_mult=65", "for bdp_mult"},
         {"dcqcn,g=1/0", "for g"},
         {"dcqcn,g=x", "for g"},
         {"dcqcn,rai_mbps=-1", "for rai_mbps"},
@@ -746,12 +890,14 @@ int main(void)
     SR_RUN(test_dcqcn_recovery_stages);
     SR_RUN(test_dcqcn_release_and_lazy_alpha);
     SR_RUN(test_dcqcn_min_rate);
+    SR_RUN(test_dcqcn_window);
     SR_RUN(test_np_cnp_spacing);
     SR_RUN(test_nscc_below_target);
     SR_RUN(test_nscc_above_target);
     SR_RUN(test_nscc_ecn_without_rtt_and_base);
     SR_RUN(test_nscc_pacing);
     SR_RUN(test_loop_dcqcn);
+    SR_RUN(test_loop_dcqcn_window);
     SR_RUN(test_loop_nscc);
     SR_RUN(test_loop_nscc_fair);
     SR_RUN(test_pacer);

@@ -257,6 +257,38 @@ static void test_unpaced_at_line_rate(void)
     fix_close(&f);
 }
 
+/* DCQCN's window in the engine: before any RTT sample a QP puts init_wnd
+ * (32 KiB: 32 packets at a 1 KiB MTU) in flight, not the engine's 2048
+ * packets, and asks for an ACK every half window (packets 16 and 32), so
+ * the window keeps moving; every byte arrives; once samples came (2 us
+ * round trips here) the window is 2 x 10 Gb/s x base RTT, under the
+ * 8 KiB floor. */
+static void test_dcqcn_window(void)
+{
+    struct sr_cc_cfg cfg;
+    cc_spec(&cfg, "dcqcn,bdp_mult=2");
+    struct eng_fix f;
+    open_pair(&f, &cfg, 1024);
+    f.h.now = 1000;
+    SR_CHECK_EQ(sr_qp_cc_window_bytes(f.pr.qp[0]), 32 * 1024);
+    SR_CHECK(write_through(&f, 256 * 1024, 100000 * US, 3));
+    uint32_t first = 0, first_ackreq = 0, total = 0;
+    for (uint32_t i = 0; i < tap_cnt; i++) {
+        if (!is_data(&tap[i]))
+            continue;
+        total++;
+        if (tap[i].at == 1000) {
+            first++;
+            first_ackreq += (tap[i].hdr[8] & 0x80) != 0; /* BTH byte 8: AckReq */
+        }
+    }
+    SR_CHECK_EQ(total, 256);
+    SR_CHECK_EQ(first, 32);
+    SR_CHECK_EQ(first_ackreq, 2);
+    SR_CHECK_EQ(sr_qp_cc_window_bytes(f.pr.qp[0]), 8 * 1024);
+    fix_close(&f);
+}
+
 /* ---- the reaction point in the engine: cut, recovery, release ---- */
 
 static void test_cnp_cut_and_recovery(void)
@@ -636,6 +668,7 @@ int main(void)
 {
     SR_RUN(test_pacing_deadlines);
     SR_RUN(test_unpaced_at_line_rate);
+    SR_RUN(test_dcqcn_window);
     SR_RUN(test_cnp_cut_and_recovery);
     SR_RUN(test_cnp_without_cc);
     SR_RUN(test_np_spacing_and_loop);

@@ -1,0 +1,62 @@
+# shellcheck shell=bash
+# bench/cc_switch_lib.sh: what bench/cc_switch.sh and bench/cc_converge.sh
+# share (sourced): the switch wrapper, the base-RTT measurement and the
+# DCQCN parameters derived from it.
+
+# ccs_swrun DIR BIN: writes DIR/swrun, the switch at nice -20. It stands for
+# hardware: on a loaded 2-core host at nice 0 it loses link time to the
+# hosts it connects (its clock catches up at most 20 ms, docs/SWITCH.md),
+# so the bottleneck would run below its rate.
+ccs_swrun() {
+  printf '#!/bin/sh\nexec nice -n -20 %s "$@"\n' "$2" >"$1/swrun"
+  chmod +x "$1/swrun"
+}
+
+# ccs_base_rtt_us OUT PORT LIB: the unloaded round trip from host 0 to the
+# last host (index $rx) through the running switch: twice ib_write_lat's
+# typical one-way latency of 2-byte WRITEs (softrdma over UDP), in us.
+ccs_base_rtt_us() {
+  local o=$1 p=$2 lib=$3 t
+  ip netns exec "${HOST_NS[$rx]}" env SOFTRDMA_SHM=0 SOFTRDMA_ADDR="${HOST_ADDR[$rx]}" \
+    LD_LIBRARY_PATH="$lib" timeout 30 ib_write_lat -F -n 1000 -s 2 -p "$p" >"$o/lat_srv" 2>&1 &
+  local s=$!
+  sr_wait_listen "$p" ip netns exec "${HOST_NS[$rx]}" || true
+  ip netns exec "${HOST_NS[0]}" env SOFTRDMA_SHM=0 SOFTRDMA_ADDR="${HOST_ADDR[0]}" \
+    LD_LIBRARY_PATH="$lib" timeout 30 ib_write_lat -F -n 1000 -s 2 -p "$p" "${HOST_ADDR[$rx]}" \
+    >"$o/lat_cli" 2>&1 || true
+  wait $s || true
+  t=$(awk '$1 == 2 && NF >= 5 { print $5 }' "$o/lat_cli")
+  # a failed or odd run ("inf", "-nan", nothing): 100 us
+  awk -v t="${t:-0}" 'BEGIN { if (t !~ /^[0-9.]+$/) t = 50; v = int(2 * t + 0.5); print (v > 0 ? v : 100) }'
+}
+
+# ccs_window_rtt_us RATE_MBPS BUFFER_BYTES: the base RTT the window is
+# sized from, so that 2 x rate x RTT = BUFFER / 8: eight QPs at line rate
+# (and their 32 KiB first windows) fit the buffer before a CNP returns. The
+# window is the buffer's protection, DCQCN's rate the control: a window
+# from the measured round trip would either overflow the buffer (a loaded
+# host's typical round trip is milliseconds, scheduling not path) or, from
+# a quiet one, limit a QP whose round trip a software host stretches.
+ccs_window_rtt_us() {
+  awk -v l="$1" -v b="$2" 'BEGIN { print int(b / 8 * 8 / (2 * l)) }'
+}
+
+# ccs_dcqcn_params RTT_US WINDOW_RTT_US RATE_MBPS: DCQCN's parameters for
+# this bottleneck. The published ones (DCQCN paper: N = 50 us, K = T =
+# 55 us, R_AI = line / 1000) assume round trips of a few microseconds at
+# 40-100 Gb/s; here the round trip is up to hundreds of microseconds, and a
+# CNP every 50 us would cut a QP several times before its first cut could
+# show in the queue. So: one CNP and at most one cut per round trip (N =
+# decrease interval = the measured RTT, within [50 us, WINDOW_RTT_US]), the
+# alpha and rate timers just longer (K = T = 1.1 N, as 55 us is to 50),
+# R_AI a 200th of the line (the paper's 40 Mb/s at 40 Gb/s would take
+# minutes to add up at 1 Gb/s with timers this long), R_HAI ten times that,
+# the window on (bdp_mult=2) with its base RTT WINDOW_RTT_US, a pacer bucket of 16 packets of
+# 1 KiB (a NIC thread cannot wake every 8 us, one packet's time at 1 Gb/s).
+ccs_dcqcn_params() {
+  awk -v r="$1" -v w="$2" -v l="$3" 'BEGIN {
+    n = r < 50 ? 50 : r; if (n > w && w >= 50) n = w; k = int(n * 1.1 + 0.5)
+    ai = int(l / 200); if (ai < 1) ai = 1
+    printf "bdp_mult=2,base_rtt_us=%d,cnp_interval_us=%d,decrease_interval_us=%d,alpha_timer_us=%d,rate_timer_us=%d,rai_mbps=%d,rhai_mbps=%d,pace_burst=16384\n",
+      w, n, n, k, k, ai, 10 * ai }'
+}
