@@ -454,6 +454,10 @@ struct sr_engine_stats {
     uint64_t ooo_drained;  /* ... and executed once the hole before them filled */
     uint64_t ooo_dup;      /* copies of requests already kept */
     uint64_t ooo_overflow; /* not kept (window or memory full): sequence NAK as standard */
+    /* selective READ recovery (readsel.h) */
+    uint64_t read_ooo_placed; /* READ responses placed past a missing one */
+    uint64_t read_rereqs;     /* READ requests for holes only */
+    uint64_t read_rereq_psns; /* ... and the response PSNs they asked for */
 };
 
 /* ---- device ---- */

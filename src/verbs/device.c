@@ -349,6 +349,10 @@ static void print_stats(struct sv_device *dev)
             (unsigned long long)e.sack_bad, (unsigned long long)e.sack_resends,
             (unsigned long long)e.ooo_stored, (unsigned long long)e.ooo_drained,
             (unsigned long long)e.ooo_dup, (unsigned long long)e.ooo_overflow);
+    fprintf(stderr,
+            "softrdma: stats-readsel read_ooo_placed=%llu read_rereqs=%llu read_rereq_psns=%llu\n",
+            (unsigned long long)e.read_ooo_placed, (unsigned long long)e.read_rereqs,
+            (unsigned long long)e.read_rereq_psns);
 }
 
 /* Most verbs programs exit with the device open: its mailbox must not
