@@ -43,6 +43,7 @@ struct sr_readsel_map *sr_readsel_map_new(uint32_t cap, uint32_t psn)
     if (!m)
         return NULL;
     m->cap = c;
+    m->dupthresh = SR_READSEL_DUPTHRESH;
     map_reset(m, psn);
     return m;
 }
@@ -175,8 +176,18 @@ void sr_readsel_rx(struct sr_qp *qp, struct sr_swqe *w, const struct sr_pkt *pkt
         return;
     }
     struct sr_readsel_map *m = qp_map(qp, true);
-    if (!m || sr_readsel_map_has(m, psn) || (uint32_t)sr_psn_diff(psn, m->lo) >= m->cap) {
-        e->stats.rx_drop_other++; /* a copy already placed, or past what is tracked */
+    if (!m || (uint32_t)sr_psn_diff(psn, m->lo) >= m->cap) {
+        e->stats.rx_drop_other++; /* past what is tracked: asked for again later */
+        return;
+    }
+    if (sr_readsel_map_has(m, psn)) {
+        /* A second copy of a response asked for again: the first was
+         * late, not lost. Wait for one more later PSN before counting a
+         * hole lost (RFC 8985 6.2 widens its reordering window on such
+         * evidence, as RFC 4653 raises DupThresh). */
+        if (sr_psn_lt(psn, m->resent) && m->dupthresh < SR_READSEL_DUPTHRESH_MAX)
+            m->dupthresh++;
+        e->stats.rx_drop_other++;
         return;
     }
     /* A scatter that fails here leaves the PSN unmarked: it is asked for
@@ -188,7 +199,7 @@ void sr_readsel_rx(struct sr_qp *qp, struct sr_swqe *w, const struct sr_pkt *pkt
     }
     sr_readsel_map_mark(m, psn);
     e->stats.read_ooo_placed++;
-    if (sr_psn_lt(m->resent, sr_readsel_map_lost_limit(m, SR_READSEL_DUPTHRESH)))
+    if (sr_psn_lt(m->resent, sr_readsel_map_lost_limit(m, m->dupthresh)))
         n->act |= SR_COMP_READSEL;
 }
 
@@ -328,7 +339,7 @@ void sr_readsel_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
     struct sr_readsel_map *m = qp_map(qp, false);
     if (!m)
         return;
-    uint32_t limit = all ? all_limit(qp, m) : sr_readsel_map_lost_limit(m, SR_READSEL_DUPTHRESH);
+    uint32_t limit = all ? all_limit(qp, m) : sr_readsel_map_lost_limit(m, m->dupthresh);
     uint32_t from = all ? m->lo : m->resent;
     if (!sr_psn_lt(from, limit))
         return;
@@ -352,8 +363,8 @@ uint32_t sr_readsel_rerequest(struct sr_qp *qp, const struct sr_swqe *w, uint32_
         return 0;
     struct sr_readsel_map *m = qp_map(qp, false);
     uint32_t end = sr_psn_add(w->first_psn, w->npkts);
-    if (!m || !m->cnt || !sr_psn_lt(psn, m->hi) || !sr_psn_lt(m->lo, end))
-        return 0; /* nothing of it placed: the standard request from psn */
+    if (!m || !sr_psn_lt(psn, qp->req.max_sent) || !sr_psn_lt(m->lo, end))
+        return 0; /* a first request, or no response placed out of order yet */
     int budget = INT32_MAX;
     uint32_t p = holes_of(qp, m, w, psn, end, &budget, false);
     if (sr_psn_lt(p, end))

@@ -30,20 +30,23 @@ struct sr_pkt;
 struct sr_swqe;
 struct sr_comp_next;
 
-/* RFC 6675's DupThresh for READ responses: they travel on one path. */
-enum { SR_READSEL_DUPTHRESH = 3 };
+/* RFC 6675's DupThresh for READ responses (they travel on one path),
+ * raised by one for each response that turns out late rather than lost,
+ * up to the maximum. */
+enum { SR_READSEL_DUPTHRESH = 3, SR_READSEL_DUPTHRESH_MAX = 32 };
 /* Hole requests per call, so one response cannot make the requester
  * send a window's worth at once. */
 enum { SR_READSEL_REQ_MAX = 64 };
 
 /* ---- the bitmap, pure (PSN arithmetic only; unit-tested alone) ---- */
 struct sr_readsel_map {
-    uint32_t cap;    /* bits, a power of two: PSNs [lo, lo + cap) are tracked */
-    uint32_t lo;     /* every PSN before it is acknowledged cumulatively */
-    uint32_t hi;     /* one past the highest PSN marked; == lo: none */
-    uint32_t cnt;    /* PSNs marked in [lo, hi) */
-    uint32_t resent; /* holes before it were asked for again in this round */
-    uint32_t evid;   /* responses were sent for every PSN before it (evid_set) */
+    uint32_t cap;       /* bits, a power of two: PSNs [lo, lo + cap) are tracked */
+    uint32_t lo;        /* every PSN before it is acknowledged cumulatively */
+    uint32_t hi;        /* one past the highest PSN marked; == lo: none */
+    uint32_t cnt;       /* PSNs marked in [lo, hi) */
+    uint32_t resent;    /* holes before it were asked for again in this round */
+    uint32_t evid;      /* responses were sent for every PSN before it (evid_set) */
+    uint32_t dupthresh; /* later marks that make a hole lost */
     bool evid_set;
     uint64_t bits[];
 };
