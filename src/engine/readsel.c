@@ -254,6 +254,8 @@ static void send_hole(struct sr_qp *qp, const struct sr_swqe *w, uint32_t psn, u
     if (e->cfg.sack)
         p.bth.resv7 = SR_BTH_RESV7_SACK; /* as every request of this requester (req.c) */
     p.reth = (struct sr_reth){.va = w->wr.remote_addr + off, .rkey = w->wr.rkey, .dma_len = len};
+    /* Karn: the READ being timed may now be answered by either request */
+    qp->comp.rtt_timing = false;
     e->stats.retransmits++;
     e->stats.read_rereqs++;
     e->stats.read_rereq_psns += cnt;
