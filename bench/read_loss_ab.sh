@@ -106,6 +106,11 @@ ratio_base() {
     $2 == s && $3 == l && $1 == "base" { y[$4] = $5 }
     END { for (r in x) if ((r in y) && y[r] > 0) print x[r] / y[r] }' "$raw"
 }
+gbits() { awk -v t="$1" -v s="$2" '$1 == t && $2 == s && $3 == 0 { print $5 }' "$raw"; }
+echo
+for size in "${sizes[@]}"; do
+  echo "lossless $size: new $(gbits new "$size" | stats) Gb/s, base $(gbits base "$size" | stats) Gb/s"
+done
 printf "\n%-9s %-6s %-26s %-26s %s\n" size loss "new / lossless" "base / lossless" "new / base"
 for size in "${sizes[@]}"; do
   for loss in "${losses[@]}"; do
