@@ -166,10 +166,9 @@ void sr_readsel_rx(struct sr_qp *qp, struct sr_swqe *w, const struct sr_pkt *pkt
     uint32_t off = idx * pmtu;
     /* The checks an in-order response passes (comp.c): an opcode that
      * fits its place, and a payload of exactly PMTU except the READ's
-     * last, which carries the remainder (IBA 9.7.5.1.6, C9-163/C9-164
-     * in spirit: the requester accepts only what the response's place
-     * in the READ allows). By reference (bulk) a READ is one packet: it
-     * is never out of order. */
+     * last, which carries the remainder (IBA 9.7.5.1.6: one response
+     * per PMTU of the READ, in PSN order). By reference (bulk) a READ
+     * is one packet: it is never out of order. */
     if (w->bulk || !sr_readsel_op_ok(w, idx, SR_OPCODE_OP(pkt->bth.opcode), true) ||
         pkt->payload_len != SR_MIN(pmtu, w->total_len - off)) {
         e->stats.rx_drop_other++;
