@@ -179,6 +179,9 @@ static bool ack_through(struct sr_qp *qp, uint32_t psn, struct sr_comp_next *n)
             break;
         uint32_t end = sr_psn_add(w->first_psn, w->npkts);
         if (sr_wr_is_rd_atomic(w->wr.opcode)) {
+            /* the READ's holes alone are asked for again (readsel.c) */
+            if (sr_readsel_beyond(qp, w, sr_psn_add(psn, 1), n))
+                break;
             if (!qp->comp.read_retry || qp->comp.read_retry_psn != qp->comp.psn) {
                 qp->comp.read_retry = true;
                 qp->comp.read_retry_psn = qp->comp.psn;
@@ -203,6 +206,40 @@ static bool ack_through(struct sr_qp *qp, uint32_t psn, struct sr_comp_next *n)
     return moved;
 }
 
+/* comp.psn reached responses placed out of order (readsel.c): move over
+ * them, completing each READ whose last one is in, then acknowledge what
+ * an ACK held up behind the READ had acknowledged already. Each round
+ * moves comp.psn forward or ends the loop; the bound is for safety. */
+static void advance_placed(struct sr_qp *qp, struct sr_comp_next *n)
+{
+    for (int round = 0; round < 64; round++) {
+        while (sr_readsel_has(qp, qp->comp.psn)) {
+            struct sr_swqe *w = wqe_of_psn(qp, qp->comp.psn);
+            if (!w || w->wr.opcode != SR_WR_RDMA_READ || w->state == SWQE_DONE)
+                return;
+            qp->comp.psn = sr_psn_add(qp->comp.psn, 1);
+            if (qp->comp.psn == sr_psn_add(w->first_psn, w->npkts))
+                wqe_done(qp, w, SR_WC_SUCCESS);
+        }
+        uint32_t acked;
+        if (!sr_readsel_acked(qp, &acked) || !sr_psn_lt(qp->comp.psn, acked) ||
+            !ack_through(qp, sr_psn_add(acked, SR_PSN_MASK), n))
+            return;
+    }
+}
+
+/* Whatever moved comp.psn (an ACK, an atomic's answer, a READ response)
+ * may have brought it to responses placed already. */
+static void placed_progress(struct sr_qp *qp, uint64_t now_ns, struct sr_comp_next *n)
+{
+    if (!(n->act & SR_COMP_ERROR) && sr_readsel_has(qp, qp->comp.psn)) {
+        uint32_t old_psn = qp->comp.psn;
+        advance_placed(qp, n);
+        progress(qp, now_ns, old_psn);
+        n->act |= SR_COMP_RESUME;
+    }
+}
+
 static void handle_read_resp(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_ns,
                              struct sr_comp_next *n)
 {
@@ -219,6 +256,17 @@ static void handle_read_resp(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_
     uint32_t old_psn = qp->comp.psn;
     if (sr_psn_lt(qp->comp.psn, w->first_psn))
         moved = ack_through(qp, sr_psn_add(w->first_psn, SR_PSN_MASK), n);
+    if (psn != qp->comp.psn && sr_readsel_on(qp) && sr_psn_lt(qp->comp.psn, psn)) {
+        /* Earlier responses are missing: this one is placed at its
+         * offset, and the holes asked for alone (readsel.c). */
+        sr_readsel_rx(qp, w, pkt, n);
+        if (moved) {
+            advance_placed(qp, n);
+            progress(qp, now_ns, old_psn);
+            n->act |= SR_COMP_RESUME;
+        }
+        return;
+    }
     if (psn != qp->comp.psn) {
         /* Earlier responses of this READ are missing: ask again from the
          * first missing one, once per gap. */
@@ -241,14 +289,8 @@ static void handle_read_resp(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_
     uint32_t off = idx * pmtu;
     uint32_t want = SR_MIN(pmtu, w->total_len - off);
     uint32_t op = SR_OPCODE_OP(pkt->bth.opcode);
-    uint32_t expect_op = w->npkts == 1         ? SR_OP_READ_RESP_ONLY
-                         : idx == 0            ? SR_OP_READ_RESP_FIRST
-                         : idx == w->npkts - 1 ? SR_OP_READ_RESP_LAST
-                                               : SR_OP_READ_RESP_MIDDLE;
-    /* A re-requested READ is answered from the retry point on, starting
-     * with FIRST (or ONLY for a single remaining packet). */
-    uint32_t restart_op = idx == w->npkts - 1 ? SR_OP_READ_RESP_ONLY : SR_OP_READ_RESP_FIRST;
-    if (op != expect_op && !(idx > 0 && op == restart_op)) {
+    /* A re-requested READ is answered from the retry point on (readsel.h) */
+    if (!sr_readsel_op_ok(w, idx, op, sr_readsel_on(qp))) {
         e->stats.rx_drop_other++;
         return;
     }
@@ -267,6 +309,7 @@ static void handle_read_resp(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_
     qp->comp.read_retry = false;
     if (idx == w->npkts - 1)
         wqe_done(qp, w, SR_WC_SUCCESS);
+    advance_placed(qp, n);
     progress(qp, now_ns, old_psn);
     n->act |= SR_COMP_RESUME;
 }
@@ -420,6 +463,7 @@ struct sr_comp_next sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint6
             handle_ack(qp, pkt, now_ns, &n);
         if (qp->attr.qp_state == SR_QPS_RTS || qp->attr.qp_state == SR_QPS_SQD)
             sr_sack_rx(qp, pkt, &n);
+        placed_progress(qp, now_ns, &n);
         n.act |= SR_COMP_RESUME;
         return n;
     }
@@ -443,6 +487,7 @@ struct sr_comp_next sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint6
         handle_read_resp(qp, pkt, now_ns, &n);
         break;
     }
+    placed_progress(qp, now_ns, &n);
     return n;
 }
 
@@ -466,6 +511,11 @@ static void probe(struct sr_qp *qp, struct sr_comp_next *n)
     qp->eng->stats.probes++;
     if (qp->comp.probes < 255)
         qp->comp.probes++;
+    if (sr_readsel_probe_holes(qp)) {
+        /* READ responses placed past holes: ask for the holes (readsel.c) */
+        n->act |= SR_COMP_READSEL | SR_COMP_SACK_ALL;
+        return;
+    }
     if (sr_sack_probe_holes(qp)) {
         /* SACKs showed what arrived: resend every hole instead (RFC 8985
          * 7.3 probes with new data or the last; the holes are what the

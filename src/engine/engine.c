@@ -830,6 +830,8 @@ void sr_comp_apply(struct sr_qp *qp, struct sr_comp_next n, uint64_t now_ns)
         sr_req_probe(qp, now_ns);
     if (n.act & SR_COMP_SACK)
         sr_sack_resend(qp, now_ns, n.act & SR_COMP_SACK_ALL);
+    if (n.act & SR_COMP_READSEL)
+        sr_readsel_resend(qp, now_ns, n.act & SR_COMP_SACK_ALL);
     if (n.act & SR_COMP_RESUME)
         sr_req_run(qp, now_ns);
     if (n.act & SR_COMP_ARM)

@@ -15,6 +15,8 @@
  *   paths.c   per-packet entropy (UDP source port) policies (paths.h)
  *   sack.c    selective recovery, requester: the SACK scoreboard (sack.h)
  *   ooo.c     selective recovery, responder: the out-of-order store
+ *   readsel.c selective READ recovery, requester: responses placed by
+ *             offset, holes asked for alone (readsel.h)
  * Nothing here is visible outside src/engine. */
 #ifndef SR_ENGINE_INT_H
 #define SR_ENGINE_INT_H
@@ -25,6 +27,7 @@
 #include "congestion.h"
 #include "ecn.h"
 #include "rtt.h"
+#include "readsel.h"
 #include "sack.h"
 #include "sr_engine.h"
 #include "sr_util.h"
@@ -215,6 +218,8 @@ struct sr_qp {
         struct sr_sack_sb *sb; /* SACKed PSNs in flight (sack.c); NULL: none yet */
         bool peer_sack;        /* the last response carried SR_BTH_RESV7_SACK */
         bool ece;              /* the response being processed carries the ECN echo (ecn.c) */
+        /* READ responses placed out of order (readsel.c); NULL: none yet */
+        struct sr_readsel_map *rs;
     } comp;
 
     struct {
@@ -407,7 +412,8 @@ static inline void sr_resp_ack_first(struct sr_qp *qp, enum sr_ack_event ev, uin
 /* comp.c */
 /* What the completer asks of the rest of the QP once it has consumed a
  * response or a timer expiry: the completer's event to the requester.
- * Applied by sr_comp_apply in this order: rewind, error, probe, sack, resume, arm. */
+ * Applied by sr_comp_apply in this order: rewind, error, probe, sack, readsel,
+ * resume, arm. */
 enum sr_comp_act {
     SR_COMP_REWIND = 1 << 0,   /* go back to rewind_psn (go-back-N, IBA 9.7.5.2) */
     SR_COMP_ERROR = 1 << 1,    /* a WQE failed: the QP enters Error (IBA 10.3.1.7) */
@@ -415,7 +421,8 @@ enum sr_comp_act {
     SR_COMP_ARM = 1 << 3,      /* then restart the transport timer from now */
     SR_COMP_PROBE = 1 << 4,    /* resend the last packet sent with AckReq (sr_req_probe) */
     SR_COMP_SACK = 1 << 5,     /* resend the holes a SACK showed lost (sr_sack_resend) */
-    SR_COMP_SACK_ALL = 1 << 6, /* with SR_COMP_SACK: every hole known (a probe) */
+    SR_COMP_SACK_ALL = 1 << 6, /* with SR_COMP_SACK or _READSEL: every hole known (a probe) */
+    SR_COMP_READSEL = 1 << 7,  /* ask again for lost READ holes (sr_readsel_resend) */
 };
 struct sr_comp_next {
     uint8_t act; /* enum sr_comp_act bits */

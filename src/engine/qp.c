@@ -92,6 +92,7 @@ static void qp_free_bufs(struct sr_qp *qp)
 {
     sr_ooo_free(qp);
     sr_sack_free(qp);
+    sr_readsel_free(qp);
     free(qp->resp.rwqe_buf);
     sr_paths_qp_free(qp);
     sr_rq_fini(&qp->rq);
@@ -549,6 +550,7 @@ void sr_qp_to_error(struct sr_qp *qp)
     qp->req.rnr_wait = false;
     sr_ooo_free(qp);
     sr_sack_discard(qp);
+    sr_readsel_free(qp); /* nothing is placed for a flushed WQE */
     flush_rq(qp);
     if (qp->srq) {
         struct sr_engine *e = qp->eng;
@@ -573,6 +575,7 @@ static void reset_qp(struct sr_qp *qp)
         qp->rq.head = qp->rq.count = 0;
     sr_ooo_free(qp);
     sr_sack_free(qp);
+    sr_readsel_free(qp);
     memset(&qp->req, 0, sizeof(qp->req));
     memset(&qp->comp, 0, sizeof(qp->comp));
     qp->comp.deadline = SR_NO_DEADLINE;

@@ -205,6 +205,11 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w, uint32_t window, u
         break;
     }
     case SR_WR_RDMA_READ:
+        /* Responses placed out of order already: only the holes after
+         * cur_psn are asked for (readsel.c). */
+        consumed = sr_readsel_rerequest(qp, w, qp->req.cur_psn);
+        if (consumed)
+            return consumed;
         /* A re-request after lost responses asks for the rest only
          * (IBA 9.7.4: it restarts at the first missing PSN). */
         p.bth.opcode = tbase | SR_OP_READ_REQ;

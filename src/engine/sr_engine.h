@@ -457,6 +457,10 @@ struct sr_engine_stats {
     /* the ECN echo between SACK peers (docs/WIRE.md): responses sent with
      * ECE, and responses received with it */
     uint64_t ece_sent, ece_rcvd;
+    /* selective READ recovery (readsel.h) */
+    uint64_t read_ooo_placed; /* READ responses placed past a missing one */
+    uint64_t read_rereqs;     /* READ requests for holes only */
+    uint64_t read_rereq_psns; /* ... and the response PSNs they asked for */
 };
 
 /* ---- device ---- */

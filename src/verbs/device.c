@@ -352,6 +352,10 @@ static void print_stats(struct sv_device *dev)
     /* the ECN echo between SACK peers (docs/WIRE.md) */
     fprintf(stderr, "softrdma: stats-ecn ece_sent=%llu ece_rcvd=%llu\n",
             (unsigned long long)e.ece_sent, (unsigned long long)e.ece_rcvd);
+    fprintf(stderr,
+            "softrdma: stats-readsel read_ooo_placed=%llu read_rereqs=%llu read_rereq_psns=%llu\n",
+            (unsigned long long)e.read_ooo_placed, (unsigned long long)e.read_rereqs,
+            (unsigned long long)e.read_rereq_psns);
 }
 
 /* Most verbs programs exit with the device open: its mailbox must not
