@@ -17,10 +17,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* A probe never fires sooner than this after the last send or progress:
- * a sample of a few microseconds (the simulator's, shared memory's) would
- * otherwise probe ACKs that are merely held back for coalescing. */
-#define SR_RTT_PTO_FLOOR_NS 200000ull
+/* A probe never fires sooner than this after the last send or progress.
+ * A sample of a few microseconds (the simulator's, shared memory's) is
+ * real, but a host that is descheduled for tens of microseconds is
+ * ordinary; a spurious probe costs one packet, which a SACK peer answers
+ * with a D-SACK (docs/WIRE.md), not a go-back-N. */
+#define SR_RTT_PTO_FLOOR_NS 50000ull
 
 struct sr_rtt {
     uint64_t srtt_ns, rttvar_ns;
@@ -30,9 +32,11 @@ struct sr_rtt {
 /* Fold in one round-trip sample (RFC 6298 2.2, 2.3: alpha 1/8, beta 1/4). */
 void sr_rtt_sample(struct sr_rtt *r, uint64_t rtt_ns);
 /* The probe timeout after `backoff` probes without progress (doubled per
- * probe), for a peer that may hold an ACK up to ack_hold_ns (without a
- * sample, an eighth of timeout_ns stands for the round trip); UINT64_MAX when it would not come
- * before timeout_ns, the transport timer, which then repairs alone. */
+ * probe), for a peer that may hold an ACK up to ack_hold_ns beyond the
+ * round trips measured (RFC 8985 7.2's max_ack_delay; without a sample,
+ * an eighth of timeout_ns stands for the round trip); UINT64_MAX when it
+ * would not come before timeout_ns, the transport timer, which then
+ * repairs alone. */
 uint64_t sr_rtt_pto(const struct sr_rtt *r, unsigned backoff, uint64_t ack_hold_ns,
                     uint64_t timeout_ns);
 

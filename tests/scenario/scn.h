@@ -76,6 +76,9 @@ struct scn_cfg {
     scn_filter_fn filter;  /* optional */
     void *filter_arg;
     bool sack[2]; /* each node's sr_engine_cfg.sack: selective recovery */
+    /* sr_engine_cfg.ack_delay_ns of both nodes, held as for an application
+     * that replies (sr_engine_hold_acks), as the verbs device runs; 0: none */
+    uint64_t ack_delay_ns;
 };
 
 struct scn_pkt {
@@ -276,9 +279,12 @@ static void scn_init(struct scn *s, const struct scn_cfg *c)
         struct sr_engine_cfg ec = {.ops = {.tx = scn_tx},
                                    .ops_ctx = &s->ctx_id[i],
                                    .window_pkts = c->window_pkts,
+                                   .ack_delay_ns = c->ack_delay_ns,
                                    .sack = c->sack[i]};
         scn_gid(ec.gid, i);
         SR_CHECK_EQ(sr_engine_create(&ec, &s->eng[i]), 0);
+        if (c->ack_delay_ns)
+            sr_engine_hold_acks(s->eng[i], true);
         SR_CHECK_EQ(sr_pd_alloc(s->eng[i], &s->pd[i]), 0);
         SR_CHECK_EQ(sr_cq_create(s->eng[i], 4096, &s->scq[i]), 0);
         SR_CHECK_EQ(sr_cq_create(s->eng[i], 4096, &s->rcq[i]), 0);
