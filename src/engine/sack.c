@@ -34,6 +34,7 @@ struct sr_sack_sb *sr_sack_sb_new(uint32_t window_pkts, uint32_t psn)
     if (!sb)
         return NULL;
     sb->cap = cap;
+    sb->reo_mult = 1;
     sr_sack_sb_reset(sb, psn);
     return sb;
 }
@@ -138,6 +139,48 @@ bool sr_sack_sb_next_hole(const struct sr_sack_sb *sb, uint32_t from, uint32_t l
     return false;
 }
 
+/* RFC 8985 6.2: a D-SACK for a resend shows the original was only late;
+ * the window grows by a quarter of SRTT, once per round trip (the
+ * D-SACKs of one burst of reordering count once), and stays grown for
+ * SR_SACK_REO_PERSIST recoveries. A D-SACK for anything else (a probe, a
+ * go-back-N resend, a copy the network made) says nothing about
+ * reordering. */
+void sr_sack_sb_resent(struct sr_sack_sb *sb, uint32_t psn)
+{
+    sb->rs_psn[sb->rs_at] = psn & SR_PSN_MASK;
+    sb->rs_at = (sb->rs_at + 1) % SR_SACK_RS_RING;
+    if (sb->rs_cnt < SR_SACK_RS_RING)
+        sb->rs_cnt++;
+    if (sb->reo_persist && !--sb->reo_persist)
+        sb->reo_mult = 1;
+}
+
+bool sr_sack_sb_dsack(struct sr_sack_sb *sb, uint32_t psn, uint64_t now_ns, uint64_t srtt_ns)
+{
+    psn &= SR_PSN_MASK;
+    for (uint32_t k = 0; k < sb->rs_cnt; k++) {
+        uint32_t i = (sb->rs_at + SR_SACK_RS_RING - 1 - k) % SR_SACK_RS_RING;
+        if (sb->rs_psn[i] != psn)
+            continue;
+        /* forget it: a second D-SACK of the same PSN is the network's copy */
+        sb->rs_psn[i] = sb->rs_psn[(sb->rs_at + SR_SACK_RS_RING - sb->rs_cnt) % SR_SACK_RS_RING];
+        sb->rs_cnt--;
+        if (!sb->reo_grown_at || now_ns - sb->reo_grown_at >= srtt_ns) {
+            if (sb->reo_mult < SR_SACK_REO_MULT_MAX)
+                sb->reo_mult++;
+            sb->reo_grown_at = now_ns | 1;
+        }
+        sb->reo_persist = SR_SACK_REO_PERSIST;
+        return true;
+    }
+    return false;
+}
+
+uint64_t sr_sack_sb_reo_wnd(const struct sr_sack_sb *sb, uint64_t srtt_ns)
+{
+    return SR_MIN(sb->reo_mult * (srtt_ns / 4), srtt_ns);
+}
+
 /* ---- on a QP ---- */
 /* A QP sprayed over several paths (paths.h) sees its packets overtake
  * each other by the difference of the paths' queues, every round trip,
@@ -161,7 +204,10 @@ static uint64_t reo_wnd(const struct sr_qp *qp)
 {
     if (!qp->comp.rtt.valid)
         return 0;
-    return qp_paths_n(qp) > 1 ? qp->comp.rtt.srtt_ns : qp->comp.rtt.srtt_ns / 4;
+    if (qp_paths_n(qp) > 1)
+        return qp->comp.rtt.srtt_ns;
+    return qp->comp.sb ? sr_sack_sb_reo_wnd(qp->comp.sb, qp->comp.rtt.srtt_ns)
+                       : qp->comp.rtt.srtt_ns / 4;
 }
 
 static struct sr_sack_sb *qp_sb(struct sr_qp *qp, bool create)
@@ -197,6 +243,18 @@ void sr_sack_rx(struct sr_qp *qp, const struct sr_pkt *pkt, struct sr_comp_next 
         sr_sack_sb_mark(sb, pkt->sack.base_psn, pkt->payload, len * 8, qp->req.max_sent, &ignored);
     if (ignored)
         e->stats.sack_bad++;
+    if (pkt->sack.flags & SR_SACK_F_DSACK) {
+        /* docs/WIRE.md: a request that reached the responder twice */
+        e->stats.dsacks_rcvd++;
+        if (sr_sack_sb_dsack(sb, pkt->sack.dsack_psn, e->now_ns, qp->comp.rtt.srtt_ns)) {
+            e->stats.sack_spurious++;
+        } else if (sb->probe_out && pkt->sack.dsack_psn == sb->probe_psn) {
+            /* the original of the probed packet had arrived */
+            sb->probe_out = false;
+            sr_rtt_probe_spurious(&qp->comp.rtt);
+            e->stats.sack_spurious++;
+        }
+    }
     if (added)
         n->act |= SR_COMP_SACK;
 }
@@ -246,6 +304,8 @@ void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
         if (one) {
             qp->eng->stats.sack_resends++;
             sent = true;
+            if (!all)
+                sr_sack_sb_resent(sb, h);
         }
         from = sr_psn_add(h, used);
         if (sr_psn_lt(sb->resent, from))
@@ -294,6 +354,17 @@ bool sr_sack_timeout_holes(struct sr_qp *qp)
         return false;
     sb->timed_out = true;
     return true;
+}
+
+void sr_sack_probe_sent(struct sr_qp *qp)
+{
+    if (!qp->eng->cfg.sack || !qp->comp.peer_sack)
+        return;
+    struct sr_sack_sb *sb = qp_sb(qp, true);
+    if (!sb)
+        return;
+    sb->probe_psn = sr_psn_add(qp->req.max_sent, SR_PSN_MASK);
+    sb->probe_out = true;
 }
 
 void sr_sack_discard(struct sr_qp *qp)

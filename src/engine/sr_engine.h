@@ -454,6 +454,10 @@ struct sr_engine_stats {
     uint64_t ooo_drained;  /* ... and executed once the hole before them filled */
     uint64_t ooo_dup;      /* copies of requests already kept */
     uint64_t ooo_overflow; /* not kept (window or memory full): sequence NAK as standard */
+    /* D-SACK (docs/WIRE.md): duplicates reported, reports received, and
+     * the selective resends they proved spurious (each grows the
+     * reordering window, sack.c) */
+    uint64_t dsacks_sent, dsacks_rcvd, sack_spurious;
 };
 
 /* ---- device ---- */

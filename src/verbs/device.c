@@ -349,6 +349,9 @@ static void print_stats(struct sv_device *dev)
             (unsigned long long)e.sack_bad, (unsigned long long)e.sack_resends,
             (unsigned long long)e.ooo_stored, (unsigned long long)e.ooo_drained,
             (unsigned long long)e.ooo_dup, (unsigned long long)e.ooo_overflow);
+    fprintf(stderr, "softrdma: stats-dsack dsacks_sent=%llu dsacks_rcvd=%llu sack_spurious=%llu\n",
+            (unsigned long long)e.dsacks_sent, (unsigned long long)e.dsacks_rcvd,
+            (unsigned long long)e.sack_spurious);
 }
 
 /* Most verbs programs exit with the device open: its mailbox must not
