@@ -71,6 +71,10 @@ void sr_sack_sb_ack(struct sr_sack_sb *sb, uint32_t psn)
     }
     sb->lo = psn;
     sb->timed_out = false;
+    /* the hole whose window was running may be acknowledged now: the
+     * next SACK starts a window for what is still missing, and the probe
+     * timer is not left at a deadline nothing waits for (comp.c) */
+    sb->lost_since = 0;
     if (sr_psn_lt(sb->resent, psn))
         sb->resent = psn;
 }
@@ -282,8 +286,10 @@ void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
         uint64_t wnd = reo_wnd(qp);
         if (!sb->lost_since)
             sb->lost_since = now_ns | 1;
-        if (now_ns - sb->lost_since < wnd) {
-            uint64_t at = sb->lost_since + wnd;
+        /* lost_since is now | 1 (0 means none): compared as a deadline,
+         * never as a difference, which would wrap for an even now */
+        uint64_t at = sb->lost_since + wnd;
+        if (wnd && now_ns < at) {
             if (!qp->comp.probe_at || at < qp->comp.probe_at) {
                 qp->comp.probe_at = at;
                 sr_engine_activate(qp->eng, qp);

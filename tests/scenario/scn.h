@@ -43,7 +43,8 @@ struct scn_pkt_info {
     uint32_t psn;     /* BTH PSN */
     uint8_t syndrome; /* AETH syndrome of ACK and ATOMIC ACKNOWLEDGE, else 0 */
     uint32_t len;
-    uint32_t nth; /* how many packets with this (from, opcode, psn) came before */
+    uint32_t nth;  /* how many packets with this (from, opcode, psn) came before */
+    uint8_t *data; /* the packet (BTH first); a filter may change it (no ICRC is checked) */
 };
 
 /* What the wire does with one packet after the filter. */
@@ -204,7 +205,8 @@ static int scn_tx(void *ctx, const struct sr_tx_pkt *t)
     struct scn_pkt_info pi = {.from = from,
                               .opcode = buf[0],
                               .psn = (uint32_t)buf[9] << 16 | (uint32_t)buf[10] << 8 | buf[11],
-                              .len = n};
+                              .len = n,
+                              .data = buf};
     if (pi.opcode == SCN_OP_ACK || pi.opcode == SCN_OP_ATOMIC_ACK ||
         (pi.opcode >= SCN_OP_READ_RESP_FIRST && pi.opcode <= SCN_OP_READ_RESP_ONLY &&
          pi.opcode != SCN_OP_READ_RESP_FIRST + 1))
