@@ -169,10 +169,12 @@ bool sr_sack_sb_dsack(struct sr_sack_sb *sb, uint32_t psn, uint64_t now_ns, uint
         /* forget it: a second D-SACK of the same PSN is the network's copy */
         sb->rs_psn[i] = sb->rs_psn[(sb->rs_at + SR_SACK_RS_RING - sb->rs_cnt) % SR_SACK_RS_RING];
         sb->rs_cnt--;
-        if (!sb->reo_grown_at || now_ns - sb->reo_grown_at >= srtt_ns) {
+        /* reo_persist is 0 before the first growth, and again once the
+         * window fell back */
+        if (!sb->reo_persist || now_ns - sb->reo_grown_at >= srtt_ns) {
             if (sb->reo_mult < SR_SACK_REO_MULT_MAX)
                 sb->reo_mult++;
-            sb->reo_grown_at = now_ns | 1;
+            sb->reo_grown_at = now_ns;
         }
         sb->reo_persist = SR_SACK_REO_PERSIST;
         return true;

@@ -48,9 +48,9 @@ struct sr_sack_sb {
     bool timed_out;      /* a transport timeout since lo last moved */
     uint64_t lost_since; /* when a hole not yet resent was first counted lost; 0: none */
     /* the adaptive reordering window (RFC 8985 6.2), kept across resets */
-    uint32_t reo_mult;     /* the window is reo_mult quarters of SRTT */
-    uint32_t reo_persist;  /* recoveries left before reo_mult falls back to 1 */
-    uint64_t reo_grown_at; /* when reo_mult last grew (at most once per SRTT); 0: never */
+    uint32_t reo_mult;                /* the window is reo_mult quarters of SRTT */
+    uint32_t reo_persist;             /* recoveries left before reo_mult falls back to 1 */
+    uint64_t reo_grown_at;            /* when reo_mult last grew (at most once per SRTT) */
     uint32_t rs_psn[SR_SACK_RS_RING]; /* recent selective resends, a ring */
     uint32_t rs_at, rs_cnt;
     uint32_t probe_psn; /* the last probe's PSN, */
