@@ -1,7 +1,8 @@
 /* sack.c: the requester's side of selective recovery (sack.h,
  * docs/WIRE.md): a scoreboard of the PSNs in flight that SACKs showed
  * received, loss detection over it (RFC 6675's DupThresh, and the tail
- * rule: marks up to the last PSN sent leave nothing to wait for), and
+ * rule: marks up to the last PSN sent leave nothing to wait for), a
+ * reordering window that D-SACKs widen (RFC 8985 6.2, RFC 2883), and
  * resends of the lost holes only, without moving the send pointer.
  *
  * The scoreboard is advisory (RFC 2018 section 8): completions still come
@@ -261,8 +262,16 @@ void sr_sack_rx(struct sr_qp *qp, const struct sr_pkt *pkt, struct sr_comp_next 
             e->stats.sack_spurious++;
         }
     }
-    if (added)
+    if (added) {
+        /* RFC 8985 7.2: newly SACKed packets are deliveries, which rearm
+         * the probe timeout; a probe then fires only when nothing at all
+         * gets through, never in the middle of a recovery that the SACKs
+         * drive (it would resend holes still inside their reordering
+         * window). The transport timer runs on untouched. */
+        qp->comp.probes = 0;
+        sr_comp_probe_arm(qp, e->now_ns);
         n->act |= SR_COMP_SACK;
+    }
 }
 
 void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
