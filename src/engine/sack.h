@@ -95,8 +95,9 @@ uint64_t sr_sack_sb_reo_wnd(const struct sr_sack_sb *sb, uint64_t srtt_ns);
 
 /* ---- the requester (sack.c) ---- */
 /* A SACK passed the completer's range checks and its cumulative part was
- * applied: marks its bitmap; asks for resends (SR_COMP_SACK) if it showed
- * something new. */
+ * applied: marks its bitmap; if it showed something new, rearms the probe
+ * timeout and asks for resends (SR_COMP_SACK); takes a D-SACK's report
+ * (the reordering window, the probe floor). */
 void sr_sack_rx(struct sr_qp *qp, const struct sr_pkt *pkt, struct sr_comp_next *n);
 /* Resend the holes that count as lost (all: every hole below the highest
  * mark, for a probe); the send pointer stays where it is. */
