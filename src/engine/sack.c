@@ -211,10 +211,19 @@ static uint64_t reo_wnd(const struct sr_qp *qp)
 {
     if (!qp->comp.rtt.valid)
         return 0;
+    uint64_t srtt = qp->comp.rtt.srtt_ns;
     if (qp_paths_n(qp) > 1)
-        return qp->comp.rtt.srtt_ns;
-    return qp->comp.sb ? sr_sack_sb_reo_wnd(qp->comp.sb, qp->comp.rtt.srtt_ns)
-                       : qp->comp.rtt.srtt_ns / 4;
+        return srtt;
+    if (!qp->comp.sb)
+        return srtt / 4;
+    /* Grown, it stays within a sixteenth of the transport timer: on a
+     * host so loaded that SRTT nears the timer (tens of ms against
+     * ibv_rc_pingpong's 67 ms), waiting out a whole SRTT before the
+     * resend and another round trip for its answer would let the timer
+     * expire first and consume a retry (IBA 9.7.6.1.3). */
+    uint64_t wnd = sr_sack_sb_reo_wnd(qp->comp.sb, srtt);
+    uint64_t cap = SR_MAX(srtt / 4, sr_timeout_ns(qp->attr.timeout) / 16);
+    return SR_MIN(wnd, cap);
 }
 
 static struct sr_sack_sb *qp_sb(struct sr_qp *qp, bool create)
