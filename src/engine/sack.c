@@ -284,7 +284,7 @@ void sr_sack_rx(struct sr_qp *qp, const struct sr_pkt *pkt, struct sr_comp_next 
         sr_comp_probe_arm(qp, e->now_ns);
         if (was_at && (!qp->comp.probe_at || qp->comp.probe_at >= qp->comp.deadline)) {
             /* later than the transport timer, whose expiry consumes a
-             * retry: the probe keeps its time (RFC 8985 7.2 caps the PTO
+             * retry: the probe keeps its deadline (RFC 8985 7.2 caps the PTO
              * at the RTO) */
             qp->comp.probe_at = was_at;
             qp->comp.probes = was_probes;
