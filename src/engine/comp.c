@@ -58,7 +58,11 @@ void sr_comp_arm(struct sr_qp *qp, uint64_t now_ns)
 void sr_comp_probe_arm(struct sr_qp *qp, uint64_t now_ns)
 {
     uint64_t t = sr_timeout_ns(qp->attr.timeout);
-    uint64_t pto = sr_rtt_pto(&qp->comp.rtt, qp->comp.probes, sr_ack_max_hold(&qp->eng->ack, t), t);
+    /* The hold beyond the samples is the ordinary one: an ACK held for a
+     * reply (a ping-pong's) leaves with that reply, whose time the RTT
+     * samples already hold (rtt.h). */
+    sr_rtt_set_peer(&qp->comp.rtt, qp->eng->cfg.sack && qp->comp.peer_sack);
+    uint64_t pto = sr_rtt_pto(&qp->comp.rtt, qp->comp.probes, qp->eng->ack.cfg_delay_ns, t);
     if (!outstanding(qp) || pto == UINT64_MAX) {
         qp->comp.probe_at = 0;
         return;
@@ -523,7 +527,12 @@ static void probe(struct sr_qp *qp, struct sr_comp_next *n)
         n->act |= SR_COMP_SACK | SR_COMP_SACK_ALL;
         return;
     }
-    if (qp->comp.probes == 1) {
+    /* A SACK responder keeps what arrives past a hole and answers a
+     * probe with a SACK, so every probe to one resends the last packet
+     * again (RFC 8985 7.3) rather than the flight: the answer names the
+     * holes (sack.c). */
+    if (qp->comp.probes == 1 || (qp->eng->cfg.sack && qp->comp.peer_sack)) {
+        sr_sack_probe_sent(qp); /* its D-SACK would show it needless */
         n->act |= SR_COMP_PROBE;
         return;
     }

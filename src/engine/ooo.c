@@ -220,6 +220,7 @@ bool sr_ooo_store(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err)
     if (s && s->pkt.bth.psn == pkt->bth.psn) {
         /* a copy of one kept already: it answers a probe like a duplicate */
         e->stats.ooo_dup++;
+        sr_dsack_send(qp, pkt->bth.psn); /* D-SACK (dsack.c) */
         if (pkt->bth.ack_req)
             sr_ooo_send_sack(qp);
         return true;

@@ -313,8 +313,10 @@ static enum resp_state duplicate(struct resp_ctx *c)
                   SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT, r->orig);
         return RS_DONE;
     }
-    /* SEND/WRITE: re-acknowledge everything received so far. */
-    send_ack(qp, sr_psn_add(qp->resp.epsn, SR_PSN_MASK));
+    /* SEND/WRITE: re-acknowledge everything received so far; to a SACK
+     * requester with a D-SACK naming the duplicate (dsack.c). */
+    if (!sr_dsack_send(qp, pkt->bth.psn))
+        send_ack(qp, sr_psn_add(qp->resp.epsn, SR_PSN_MASK));
     return RS_DONE;
 }
 

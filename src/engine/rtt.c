@@ -32,8 +32,24 @@ uint64_t sr_rtt_pto(const struct sr_rtt *r, unsigned backoff, uint64_t ack_hold_
      * timer; and with a variance as large as SRTT (a busy host's), the
      * second probe would no longer fit before that timer. */
     uint64_t pto = 2 * r->srtt_ns;
-    if (pto < SR_RTT_PTO_FLOOR_NS)
-        pto = SR_RTT_PTO_FLOOR_NS;
+    uint64_t floor = r->pto_floor_ns ? r->pto_floor_ns : SR_RTT_PTO_FLOOR_NS;
+    if (pto < floor)
+        pto = floor;
     pto = (pto + ack_hold_ns) << backoff;
     return pto < timeout_ns ? pto : UINT64_MAX;
+}
+
+void sr_rtt_set_peer(struct sr_rtt *r, bool sack)
+{
+    if (!sack)
+        r->pto_floor_ns = 0;
+    else if (!r->pto_floor_ns)
+        r->pto_floor_ns = SR_RTT_PTO_FLOOR_SACK_NS;
+}
+
+void sr_rtt_probe_spurious(struct sr_rtt *r)
+{
+    if (r->pto_floor_ns && r->pto_floor_ns < SR_RTT_PTO_FLOOR_NS)
+        r->pto_floor_ns =
+            2 * r->pto_floor_ns < SR_RTT_PTO_FLOOR_NS ? 2 * r->pto_floor_ns : SR_RTT_PTO_FLOOR_NS;
 }

@@ -1,7 +1,8 @@
 /* sack.c: the requester's side of selective recovery (sack.h,
  * docs/WIRE.md): a scoreboard of the PSNs in flight that SACKs showed
  * received, loss detection over it (RFC 6675's DupThresh, and the tail
- * rule: marks up to the last PSN sent leave nothing to wait for), and
+ * rule: marks up to the last PSN sent leave nothing to wait for), a
+ * reordering window that D-SACKs widen (RFC 8985 6.2, RFC 2883), and
  * resends of the lost holes only, without moving the send pointer.
  *
  * The scoreboard is advisory (RFC 2018 section 8): completions still come
@@ -34,6 +35,7 @@ struct sr_sack_sb *sr_sack_sb_new(uint32_t window_pkts, uint32_t psn)
     if (!sb)
         return NULL;
     sb->cap = cap;
+    sb->reo_mult = 1;
     sr_sack_sb_reset(sb, psn);
     return sb;
 }
@@ -70,6 +72,10 @@ void sr_sack_sb_ack(struct sr_sack_sb *sb, uint32_t psn)
     }
     sb->lo = psn;
     sb->timed_out = false;
+    /* the hole whose window was running may be acknowledged now: the
+     * next SACK starts a window for what is still missing, and the probe
+     * timer is not left at a deadline nothing waits for (comp.c) */
+    sb->lost_since = 0;
     if (sr_psn_lt(sb->resent, psn))
         sb->resent = psn;
 }
@@ -138,6 +144,50 @@ bool sr_sack_sb_next_hole(const struct sr_sack_sb *sb, uint32_t from, uint32_t l
     return false;
 }
 
+/* RFC 8985 6.2: a D-SACK for a resend shows the original was only late;
+ * the window grows by a quarter of SRTT, once per round trip (the
+ * D-SACKs of one burst of reordering count once), and stays grown for
+ * SR_SACK_REO_PERSIST recoveries. A D-SACK for anything else (a probe, a
+ * go-back-N resend, a copy the network made) says nothing about
+ * reordering. */
+void sr_sack_sb_resent(struct sr_sack_sb *sb, uint32_t psn)
+{
+    sb->rs_psn[sb->rs_at] = psn & SR_PSN_MASK;
+    sb->rs_at = (sb->rs_at + 1) % SR_SACK_RS_RING;
+    if (sb->rs_cnt < SR_SACK_RS_RING)
+        sb->rs_cnt++;
+    if (sb->reo_persist && !--sb->reo_persist)
+        sb->reo_mult = 1;
+}
+
+bool sr_sack_sb_dsack(struct sr_sack_sb *sb, uint32_t psn, uint64_t now_ns, uint64_t srtt_ns)
+{
+    psn &= SR_PSN_MASK;
+    for (uint32_t k = 0; k < sb->rs_cnt; k++) {
+        uint32_t i = (sb->rs_at + SR_SACK_RS_RING - 1 - k) % SR_SACK_RS_RING;
+        if (sb->rs_psn[i] != psn)
+            continue;
+        /* forget it: a second D-SACK of the same PSN is the network's copy */
+        sb->rs_psn[i] = sb->rs_psn[(sb->rs_at + SR_SACK_RS_RING - sb->rs_cnt) % SR_SACK_RS_RING];
+        sb->rs_cnt--;
+        /* reo_persist is 0 before the first growth, and again once the
+         * window fell back */
+        if (!sb->reo_persist || now_ns - sb->reo_grown_at >= srtt_ns) {
+            if (sb->reo_mult < SR_SACK_REO_MULT_MAX)
+                sb->reo_mult++;
+            sb->reo_grown_at = now_ns;
+        }
+        sb->reo_persist = SR_SACK_REO_PERSIST;
+        return true;
+    }
+    return false;
+}
+
+uint64_t sr_sack_sb_reo_wnd(const struct sr_sack_sb *sb, uint64_t srtt_ns)
+{
+    return SR_MIN(sb->reo_mult * (srtt_ns / 4), srtt_ns);
+}
+
 /* ---- on a QP ---- */
 /* A QP sprayed over several paths (paths.h) sees its packets overtake
  * each other by the difference of the paths' queues, every round trip,
@@ -161,7 +211,19 @@ static uint64_t reo_wnd(const struct sr_qp *qp)
 {
     if (!qp->comp.rtt.valid)
         return 0;
-    return qp_paths_n(qp) > 1 ? qp->comp.rtt.srtt_ns : qp->comp.rtt.srtt_ns / 4;
+    uint64_t srtt = qp->comp.rtt.srtt_ns;
+    if (qp_paths_n(qp) > 1)
+        return srtt;
+    if (!qp->comp.sb)
+        return srtt / 4;
+    /* Grown, it stays within a sixteenth of the transport timer: on a
+     * host so loaded that SRTT nears the timer (tens of ms against
+     * ibv_rc_pingpong's 67 ms), waiting out a whole SRTT before the
+     * resend and another round trip for its answer would let the timer
+     * expire first and consume a retry (IBA 9.7.6.1.3). */
+    uint64_t wnd = sr_sack_sb_reo_wnd(qp->comp.sb, srtt);
+    uint64_t cap = SR_MAX(srtt / 4, sr_timeout_ns(qp->attr.timeout) / 16);
+    return SR_MIN(wnd, cap);
 }
 
 static struct sr_sack_sb *qp_sb(struct sr_qp *qp, bool create)
@@ -197,8 +259,38 @@ void sr_sack_rx(struct sr_qp *qp, const struct sr_pkt *pkt, struct sr_comp_next 
         sr_sack_sb_mark(sb, pkt->sack.base_psn, pkt->payload, len * 8, qp->req.max_sent, &ignored);
     if (ignored)
         e->stats.sack_bad++;
-    if (added)
+    if (pkt->sack.flags & SR_SACK_F_DSACK) {
+        /* docs/WIRE.md: a request that reached the responder twice */
+        e->stats.dsacks_rcvd++;
+        if (sr_sack_sb_dsack(sb, pkt->sack.dsack_psn, e->now_ns, qp->comp.rtt.srtt_ns)) {
+            e->stats.sack_spurious++;
+        } else if (sb->probe_out && pkt->sack.dsack_psn == sb->probe_psn) {
+            /* the original of the probed packet had arrived */
+            sb->probe_out = false;
+            sr_rtt_probe_spurious(&qp->comp.rtt);
+            e->stats.sack_spurious++;
+        }
+    }
+    if (added) {
+        /* RFC 8985 7.2: newly SACKed packets are deliveries, which rearm
+         * the probe timeout; a probe then fires only when nothing at all
+         * gets through, never in the middle of a recovery that the SACKs
+         * drive (it would resend holes still inside their reordering
+         * window), and never pushed past the transport timer, which runs
+         * on untouched. */
+        uint64_t was_at = qp->comp.probe_at;
+        uint8_t was_probes = qp->comp.probes;
+        qp->comp.probes = 0;
+        sr_comp_probe_arm(qp, e->now_ns);
+        if (was_at && (!qp->comp.probe_at || qp->comp.probe_at >= qp->comp.deadline)) {
+            /* later than the transport timer, whose expiry consumes a
+             * retry: the probe keeps its deadline (RFC 8985 7.2 caps the PTO
+             * at the RTO) */
+            qp->comp.probe_at = was_at;
+            qp->comp.probes = was_probes;
+        }
         n->act |= SR_COMP_SACK;
+    }
 }
 
 void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
@@ -224,8 +316,10 @@ void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
         uint64_t wnd = reo_wnd(qp);
         if (!sb->lost_since)
             sb->lost_since = now_ns | 1;
-        if (now_ns - sb->lost_since < wnd) {
-            uint64_t at = sb->lost_since + wnd;
+        /* lost_since is now | 1 (0 means none): compared as a deadline,
+         * never as a difference, which would wrap for an even now */
+        uint64_t at = sb->lost_since + wnd;
+        if (wnd && now_ns < at) {
             if (!qp->comp.probe_at || at < qp->comp.probe_at) {
                 qp->comp.probe_at = at;
                 sr_engine_activate(qp->eng, qp);
@@ -246,6 +340,8 @@ void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
         if (one) {
             qp->eng->stats.sack_resends++;
             sent = true;
+            if (!all)
+                sr_sack_sb_resent(sb, h);
         }
         from = sr_psn_add(h, used);
         if (sr_psn_lt(sb->resent, from))
@@ -294,6 +390,17 @@ bool sr_sack_timeout_holes(struct sr_qp *qp)
         return false;
     sb->timed_out = true;
     return true;
+}
+
+void sr_sack_probe_sent(struct sr_qp *qp)
+{
+    if (!qp->eng->cfg.sack || !qp->comp.peer_sack)
+        return;
+    struct sr_sack_sb *sb = qp_sb(qp, true);
+    if (!sb)
+        return;
+    sb->probe_psn = sr_psn_add(qp->req.max_sent, SR_PSN_MASK);
+    sb->probe_out = true;
 }
 
 void sr_sack_discard(struct sr_qp *qp)

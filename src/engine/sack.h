@@ -30,6 +30,13 @@ enum { SR_OOO_DEF_PKTS = 2048, SR_OOO_MAX_PKTS = 4096, SR_SACK_MAX_BITS = 2048 }
  * until the packet leaves, sr_engine_ops.tx): a ring per device. */
 enum { SR_SACK_RING = 256 };
 #define SR_OOO_DEF_BYTES (64ull << 20)
+/* RFC 8985 6.2: the reordering window grows by a quarter of SRTT per
+ * round trip in which a D-SACK proved a resend spurious, up to SRTT, and
+ * falls back after this many loss recoveries without one. */
+enum { SR_SACK_REO_PERSIST = 16, SR_SACK_REO_MULT_MAX = 4 };
+/* Selective resends remembered, to tell a D-SACK of one (spurious) from
+ * one of a duplicate the network made. */
+enum { SR_SACK_RS_RING = 16 };
 
 /* ---- the scoreboard, pure (PSN arithmetic only; unit-tested alone) ---- */
 struct sr_sack_sb {
@@ -40,6 +47,14 @@ struct sr_sack_sb {
     uint32_t resent;     /* holes before it were resent in this recovery */
     bool timed_out;      /* a transport timeout since lo last moved */
     uint64_t lost_since; /* when a hole not yet resent was first counted lost; 0: none */
+    /* the adaptive reordering window (RFC 8985 6.2), kept across resets */
+    uint32_t reo_mult;                /* the window is reo_mult quarters of SRTT */
+    uint32_t reo_persist;             /* recoveries left before reo_mult falls back to 1 */
+    uint64_t reo_grown_at;            /* when reo_mult last grew (at most once per SRTT) */
+    uint32_t rs_psn[SR_SACK_RS_RING]; /* recent selective resends, a ring */
+    uint32_t rs_at, rs_cnt;
+    uint32_t probe_psn; /* the last probe's PSN, */
+    bool probe_out;     /* while no D-SACK reported it */
     uint64_t bits[];
 };
 
@@ -67,11 +82,22 @@ uint32_t sr_sack_sb_lost_limit(const struct sr_sack_sb *sb, uint32_t max_sent, b
 /* The first unmarked PSN in [from, limit), if any. */
 bool sr_sack_sb_next_hole(const struct sr_sack_sb *sb, uint32_t from, uint32_t limit,
                           uint32_t *psn);
+/* psn was resent because the board counted it lost (not by a probe or the
+ * timer): remembered for a D-SACK; one more loss recovery. */
+void sr_sack_sb_resent(struct sr_sack_sb *sb, uint32_t psn);
+/* A D-SACK reported psn received twice at now_ns: true if it was one of
+ * the remembered resends (spurious, forgotten now); the reordering window
+ * then grows, once per srtt_ns. */
+bool sr_sack_sb_dsack(struct sr_sack_sb *sb, uint32_t psn, uint64_t now_ns, uint64_t srtt_ns);
+/* The reordering window for a round trip of srtt_ns: reo_mult quarters of
+ * it, at most srtt_ns (RFC 8985 6.2). */
+uint64_t sr_sack_sb_reo_wnd(const struct sr_sack_sb *sb, uint64_t srtt_ns);
 
 /* ---- the requester (sack.c) ---- */
 /* A SACK passed the completer's range checks and its cumulative part was
- * applied: marks its bitmap; asks for resends (SR_COMP_SACK) if it showed
- * something new. */
+ * applied: marks its bitmap; if it showed something new, rearms the probe
+ * timeout and asks for resends (SR_COMP_SACK); takes a D-SACK's report
+ * (the reordering window, the probe floor). */
 void sr_sack_rx(struct sr_qp *qp, const struct sr_pkt *pkt, struct sr_comp_next *n);
 /* Resend the holes that count as lost (all: every hole below the highest
  * mark, for a probe); the send pointer stays where it is. */
@@ -88,9 +114,19 @@ bool sr_sack_timeout_holes(struct sr_qp *qp);
 bool sr_sack_lost_pending(struct sr_qp *qp);
 /* When the hole counted lost ends its reordering window; 0: none waits. */
 uint64_t sr_sack_lost_deadline(const struct sr_qp *qp);
+/* A probe of the last packet goes to a SACK peer: a D-SACK of it proves
+ * the probe timeout too short (sr_rtt_probe_spurious). */
+void sr_sack_probe_sent(struct sr_qp *qp);
 /* A go-back-N rewind or timeout: the marks are discarded. */
 void sr_sack_discard(struct sr_qp *qp);
 void sr_sack_free(struct sr_qp *qp);
+
+/* ---- the responder's D-SACK (dsack.c) ---- */
+/* A request at psn arrived again after it was received (a duplicate, or a
+ * copy of one kept): a SACK requester is told so with a D-SACK, which
+ * also acknowledges cumulatively (true); false for any other requester,
+ * which gets a standard ACK from the caller. */
+bool sr_dsack_send(struct sr_qp *qp, uint32_t psn);
 
 /* ---- the responder (ooo.c) ---- */
 /* A request beyond the expected PSN: kept and SACKed when the peer agreed

@@ -461,6 +461,10 @@ struct sr_engine_stats {
     uint64_t read_ooo_placed; /* READ responses placed past a missing one */
     uint64_t read_rereqs;     /* READ requests for holes only */
     uint64_t read_rereq_psns; /* ... and the response PSNs they asked for */
+    /* D-SACK (docs/WIRE.md): duplicates reported, reports received, and
+     * the selective resends they proved spurious (each grows the
+     * reordering window, sack.c) */
+    uint64_t dsacks_sent, dsacks_rcvd, sack_spurious;
 };
 
 /* ---- device ---- */

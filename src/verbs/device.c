@@ -356,6 +356,9 @@ static void print_stats(struct sv_device *dev)
             "softrdma: stats-readsel read_ooo_placed=%llu read_rereqs=%llu read_rereq_psns=%llu\n",
             (unsigned long long)e.read_ooo_placed, (unsigned long long)e.read_rereqs,
             (unsigned long long)e.read_rereq_psns);
+    fprintf(stderr, "softrdma: stats-dsack dsacks_sent=%llu dsacks_rcvd=%llu sack_spurious=%llu\n",
+            (unsigned long long)e.dsacks_sent, (unsigned long long)e.dsacks_rcvd,
+            (unsigned long long)e.sack_spurious);
 }
 
 /* Most verbs programs exit with the device open: its mailbox must not

@@ -110,6 +110,7 @@ int sr_wire_decode(const uint8_t *buf, size_t len, uint32_t pmtu, struct sr_pkt 
         p = buf + info->off[SR_HDR_SACKETH];
         pkt->sack.flags = p[0];
         pkt->sack.base_psn = sr_get_be24(p + 5);
+        pkt->sack.dsack_psn = sr_get_be24(p + 2);
     }
     if (info->hdrs & SR_HDR_BIT(SR_HDR_IMMDT))
         pkt->imm = sr_get_be32(buf + info->off[SR_HDR_IMMDT]);
@@ -218,6 +219,8 @@ int sr_wire_encode_hdr(const struct sr_pkt *pkt, uint8_t *buf, size_t cap)
         memset(p, 0, SR_SACKETH_LEN);
         p[0] = pkt->sack.flags;
         sr_put_be24(p + 5, pkt->sack.base_psn & SR_PSN_MASK);
+        if (pkt->sack.flags & SR_SACK_F_DSACK)
+            sr_put_be24(p + 2, pkt->sack.dsack_psn & SR_PSN_MASK);
     }
     if (info->hdrs & SR_HDR_BIT(SR_HDR_IMMDT))
         sr_put_be32(buf + info->off[SR_HDR_IMMDT], pkt->imm);

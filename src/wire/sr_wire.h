@@ -92,6 +92,9 @@ enum sr_opcode {
  * echo on an ACK, NAK, READ response or ATOMIC ACKNOWLEDGE (a SACK uses
  * SR_SACK_F_ECE); docs/WIRE.md. */
 #define SR_BTH_RESV7_ECE 0x20
+/* SACKETH flags: D-SACK (RFC 2883), a request arrived again that the
+ * responder had already received; its PSN is in SACKETH bytes 2..4. */
+#define SR_SACK_F_DSACK 0x02
 
 #define SR_OPCODE_TRANSPORT(op) ((op)&0xe0)
 #define SR_OPCODE_OP(op)        ((op)&0x1f)
@@ -215,9 +218,10 @@ struct sr_pkt {
     uint32_t ieth_rkey;   /* IETH: R_Key to invalidate */
     uint32_t xrc_srqn;    /* XRCETH: the target XRC SRQ (24 bits) */
     struct {
-        uint8_t flags;     /* SR_SACK_F_* */
-        uint32_t base_psn; /* PSN of the payload bitmap's first bit (24 bits) */
-    } sack;                /* SACKETH; the bitmap is the payload */
+        uint8_t flags;      /* SR_SACK_F_* */
+        uint32_t base_psn;  /* PSN of the payload bitmap's first bit (24 bits) */
+        uint32_t dsack_psn; /* SR_SACK_F_DSACK: the PSN that arrived again (24 bits) */
+    } sack;                 /* SACKETH; the bitmap is the payload */
     struct sr_deth deth;
     const uint8_t *payload; /* decode: points into the buffer; encode: source */
     uint32_t payload_len;   /* payload bytes, pad excluded */

@@ -43,7 +43,8 @@ struct scn_pkt_info {
     uint32_t psn;     /* BTH PSN */
     uint8_t syndrome; /* AETH syndrome of ACK and ATOMIC ACKNOWLEDGE, else 0 */
     uint32_t len;
-    uint32_t nth; /* how many packets with this (from, opcode, psn) came before */
+    uint32_t nth;  /* how many packets with this (from, opcode, psn) came before */
+    uint8_t *data; /* the packet (BTH first); a filter may change it (no ICRC is checked) */
 };
 
 /* What the wire does with one packet after the filter. */
@@ -76,6 +77,9 @@ struct scn_cfg {
     scn_filter_fn filter;  /* optional */
     void *filter_arg;
     bool sack[2]; /* each node's sr_engine_cfg.sack: selective recovery */
+    /* sr_engine_cfg.ack_delay_ns of both nodes, held as for an application
+     * that replies (sr_engine_hold_acks), as the verbs device runs; 0: none */
+    uint64_t ack_delay_ns;
 };
 
 struct scn_pkt {
@@ -201,7 +205,8 @@ static int scn_tx(void *ctx, const struct sr_tx_pkt *t)
     struct scn_pkt_info pi = {.from = from,
                               .opcode = buf[0],
                               .psn = (uint32_t)buf[9] << 16 | (uint32_t)buf[10] << 8 | buf[11],
-                              .len = n};
+                              .len = n,
+                              .data = buf};
     if (pi.opcode == SCN_OP_ACK || pi.opcode == SCN_OP_ATOMIC_ACK ||
         (pi.opcode >= SCN_OP_READ_RESP_FIRST && pi.opcode <= SCN_OP_READ_RESP_ONLY &&
          pi.opcode != SCN_OP_READ_RESP_FIRST + 1))
@@ -276,9 +281,12 @@ static void scn_init(struct scn *s, const struct scn_cfg *c)
         struct sr_engine_cfg ec = {.ops = {.tx = scn_tx},
                                    .ops_ctx = &s->ctx_id[i],
                                    .window_pkts = c->window_pkts,
+                                   .ack_delay_ns = c->ack_delay_ns,
                                    .sack = c->sack[i]};
         scn_gid(ec.gid, i);
         SR_CHECK_EQ(sr_engine_create(&ec, &s->eng[i]), 0);
+        if (c->ack_delay_ns)
+            sr_engine_hold_acks(s->eng[i], true);
         SR_CHECK_EQ(sr_pd_alloc(s->eng[i], &s->pd[i]), 0);
         SR_CHECK_EQ(sr_cq_create(s->eng[i], 4096, &s->scq[i]), 0);
         SR_CHECK_EQ(sr_cq_create(s->eng[i], 4096, &s->rcq[i]), 0);

@@ -136,6 +136,23 @@ static void test_ack_delay(void)
     }
 }
 
+/* The requester's probe (2 SRTT plus the ordinary hold, rtt.h) comes
+ * before a reply's long hold ends and draws an ACK at once (a duplicate is
+ * answered at once, IBA 9.7.5.1.3); the wire loses it here, so that what
+ * is measured is the responder's hold alone. */
+static uint32_t last_psn0 = UINT32_MAX;
+static int f_log_no_probe(struct harness *h, const struct h_pkt *p, uint64_t seq)
+{
+    f_log(h, p, seq);
+    if (p->from != 0 || (p->data[0] & 0x1f) != SR_OP_WRITE_ONLY)
+        return 0;
+    uint32_t psn = (uint32_t)p->data[9] << 16 | (uint32_t)p->data[10] << 8 | p->data[11];
+    if (psn == last_psn0)
+        return 1;
+    last_psn0 = psn;
+    return 0;
+}
+
 /* When the held ACK left with a reply, the QP holds the next one 10 x as
  * long (capped at a quarter of its timeout); one that falls due ends that. */
 static void test_ack_reply_hold(void)
@@ -146,6 +163,8 @@ static void test_ack_reply_hold(void)
         struct sr_wc wc[2];
         struct eng_fix f;
         ack_setup(&f, timeout[c]);
+        f.h.filter = f_log_no_probe;
+        last_psn0 = UINT32_MAX;
         /* a ping-pong round: QP 1's ACK rides with its reply */
         post_write(&f, 0, 1, SR_WR_RDMA_WRITE);
         h_run(&f.h, NULL, NULL, DELAY / 2);

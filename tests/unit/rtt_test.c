@@ -50,9 +50,40 @@ static void test_pto(void)
     SR_CHECK_EQ(sr_rtt_pto(&fast, 21, 0, UINT64_MAX), UINT64_MAX);
 }
 
+/* The floor depends on the peer: 50 us to a SACK peer, doubled per probe
+ * a D-SACK proved needless up to the 200 us of a go-back-N peer. */
+static void test_floor(void)
+{
+    sr_test_ctx = "probe floor";
+    const uint64_t T = 67108864;
+    struct sr_rtt r = {.srtt_ns = 10000, .rttvar_ns = 5000, .valid = true};
+    SR_CHECK_EQ(sr_rtt_pto(&r, 0, 20000, T), 200000 + 20000); /* go-back-N peer */
+    sr_rtt_set_peer(&r, true);
+    SR_CHECK_EQ(sr_rtt_pto(&r, 0, 20000, T), 50000 + 20000);
+    SR_CHECK_EQ(sr_rtt_pto(&r, 1, 20000, T), 2 * (50000 + 20000));
+    sr_rtt_probe_spurious(&r);
+    SR_CHECK_EQ(sr_rtt_pto(&r, 0, 0, T), 100000);
+    sr_rtt_set_peer(&r, true); /* re-armed: the raised floor stays */
+    SR_CHECK_EQ(sr_rtt_pto(&r, 0, 0, T), 100000);
+    sr_rtt_probe_spurious(&r);
+    sr_rtt_probe_spurious(&r);
+    SR_CHECK_EQ(sr_rtt_pto(&r, 0, 0, T), SR_RTT_PTO_FLOOR_NS); /* capped */
+    /* a sample above the floor rules: 2 * SRTT */
+    struct sr_rtt slow = {.srtt_ns = 300000, .valid = true};
+    sr_rtt_set_peer(&slow, true);
+    SR_CHECK_EQ(sr_rtt_pto(&slow, 0, 0, T), 600000);
+    /* the peer stops taking SACKs: the go-back-N floor again */
+    sr_rtt_set_peer(&r, false);
+    r.pto_floor_ns = 0;
+    SR_CHECK_EQ(sr_rtt_pto(&r, 0, 0, T), SR_RTT_PTO_FLOOR_NS);
+    sr_rtt_probe_spurious(&r); /* nothing to raise */
+    SR_CHECK_EQ(r.pto_floor_ns, 0u);
+}
+
 int main(void)
 {
     SR_RUN(test_estimator);
     SR_RUN(test_pto);
+    SR_RUN(test_floor);
     return SR_TEST_RESULT();
 }

@@ -105,9 +105,62 @@ static void test_range(void)
     free(sb);
 }
 
+/* RFC 8985 6.2 with D-SACKs (RFC 2883): only a D-SACK naming one of the
+ * remembered selective resends grows the window, a quarter of SRTT at a
+ * time, once per round trip, never past SRTT; 16 resends without one
+ * bring it back to a quarter. */
+static void test_reo_window(void)
+{
+    sr_test_ctx = "adaptive reordering window";
+    const uint64_t SRTT = 40000;
+    struct sr_sack_sb *sb = sr_sack_sb_new(64, SR_PSN_MASK - 2);
+    SR_CHECK(sb != NULL);
+    if (!sb)
+        return;
+    SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT / 4);
+    /* a D-SACK of something never resent (a copy the network made) */
+    SR_CHECK(!sr_sack_sb_dsack(sb, 5, 1000, SRTT));
+    SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT / 4);
+    /* resends across the wrap, then their D-SACKs */
+    sr_sack_sb_resent(sb, SR_PSN_MASK);
+    sr_sack_sb_resent(sb, 1);
+    sr_sack_sb_resent(sb, 2);
+    SR_CHECK(sr_sack_sb_dsack(sb, SR_PSN_MASK, 1000, SRTT));
+    SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT / 2);
+    /* the same PSN again: the network's copy, no growth */
+    SR_CHECK(!sr_sack_sb_dsack(sb, SR_PSN_MASK, 1000 + SRTT, SRTT));
+    /* another spurious resend within the same round trip: counted once */
+    SR_CHECK(sr_sack_sb_dsack(sb, 1, 1000 + SRTT / 2, SRTT));
+    SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT / 2);
+    /* a round trip later it grows again, and SRTT caps it */
+    SR_CHECK(sr_sack_sb_dsack(sb, 2, 1000 + SRTT, SRTT));
+    SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), 3 * SRTT / 4);
+    for (uint32_t k = 0; k < 4; k++) {
+        sr_sack_sb_resent(sb, 100 + k);
+        SR_CHECK(sr_sack_sb_dsack(sb, 100 + k, 1000 + (2 + k) * SRTT, SRTT));
+    }
+    SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT);
+    /* a reset (timeout, rewind) keeps what was learnt */
+    sr_sack_sb_reset(sb, 500);
+    SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT);
+    /* SR_SACK_REO_PERSIST recoveries without a D-SACK: back to a quarter */
+    for (uint32_t k = 0; k < SR_SACK_REO_PERSIST - 1; k++)
+        sr_sack_sb_resent(sb, 600 + k);
+    SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT);
+    sr_sack_sb_resent(sb, 700);
+    SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT / 4);
+    /* only the last SR_SACK_RS_RING resends are remembered */
+    for (uint32_t k = 0; k <= SR_SACK_RS_RING; k++)
+        sr_sack_sb_resent(sb, 800 + k);
+    SR_CHECK(!sr_sack_sb_dsack(sb, 800, 1000000, SRTT));
+    SR_CHECK(sr_sack_sb_dsack(sb, 801, 1000000, SRTT));
+    free(sb);
+}
+
 int main(void)
 {
     SR_RUN(test_basic);
+    SR_RUN(test_reo_window);
     SR_RUN(test_range);
     return SR_TEST_RESULT();
 }

@@ -275,6 +275,27 @@ static void test_sack_bytes(void)
     buf[12] = 0x60;
     SR_CHECK(sr_wire_decode(buf, sizeof(want), 1024, &d) < 0);
 
+    /* D-SACK: flag 0x02, the duplicate's PSN in SACKETH bytes 2..4 */
+    sr_test_ctx = "d-sack";
+    p.bth = (struct sr_bth){.opcode = SR_OP_SACK, .pkey = 0xffff, .dest_qp = 0x12, .psn = 0xfffffe};
+    p.aeth = (struct sr_aeth){.syndrome = 0x1f, .msn = 7};
+    p.sack.flags = SR_SACK_F_DSACK;
+    p.sack.base_psn = 0;
+    p.sack.dsack_psn = 0xabcdef;
+    static const uint8_t zero[8];
+    p.payload = zero;
+    SR_CHECK_EQ(sr_wire_encode(&p, buf, sizeof(buf)), sizeof(want));
+    static const uint8_t dsacketh[8] = {0x02, 0x00, 0xab, 0xcd, 0xef, 0x00, 0x00, 0x00};
+    SR_CHECK_MEM(buf + 16, dsacketh, 8);
+    SR_CHECK_EQ(sr_wire_decode(buf, sizeof(want), 1024, &d), 24);
+    SR_CHECK_EQ(d.sack.flags, SR_SACK_F_DSACK);
+    SR_CHECK_EQ(d.sack.dsack_psn, 0xabcdefu);
+    SR_CHECK_EQ(d.sack.base_psn, 0u);
+    /* without the flag those bytes stay reserved (0) */
+    p.sack.flags = 0;
+    SR_CHECK_EQ(sr_wire_encode(&p, buf, sizeof(buf)), sizeof(want));
+    SR_CHECK_EQ(buf[18] | buf[19] | buf[20], 0);
+
     memset(&p, 0, sizeof(p));
     p.bth = (struct sr_bth){.opcode = 0x04,
                             .pkey = 0xffff,
