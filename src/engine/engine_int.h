@@ -24,6 +24,7 @@
 #include "bulk.h"
 #include "congestion.h"
 #include "rtt.h"
+#include "place.h"
 #include "sack.h"
 #include "sr_engine.h"
 #include "sr_util.h"
@@ -236,6 +237,7 @@ struct sr_qp {
         uint32_t replay_next;
         bool peer_sack;     /* the last request advertised SR_BTH_RESV7_SACK */
         struct sr_ooo *ooo; /* requests kept past a hole (ooo.c); NULL: none */
+        bool placed_run;    /* the request running was placed out of order (place.c) */
     } resp;
 
     struct sr_qp_cong cong; /* congestion control (congestion.h) */
