@@ -303,6 +303,8 @@ bool sr_ooo_store(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err)
     if (sr_psn_lt(o->hi, end))
         o->hi = end;
     e->ooo_bytes += size;
+    if (e->ooo_bytes > e->stats.ooo_peak_bytes)
+        e->stats.ooo_peak_bytes = e->ooo_bytes;
     /* SACK the first hole at once. After it, what the requester needs is
      * DupThresh requests past each hole (RFC 6675 IsLost counts them from
      * the bitmap, not from the number of SACKs) and an answer to AckReq:

@@ -76,6 +76,7 @@ struct scn_cfg {
     scn_filter_fn filter;  /* optional */
     void *filter_arg;
     bool sack[2]; /* each node's sr_engine_cfg.sack: selective recovery */
+    bool trains;  /* sr_engine_cfg.trains: RDMA WRITEs go as WRITE ONLY pieces */
 };
 
 struct scn_pkt {
@@ -276,7 +277,8 @@ static void scn_init(struct scn *s, const struct scn_cfg *c)
         struct sr_engine_cfg ec = {.ops = {.tx = scn_tx},
                                    .ops_ctx = &s->ctx_id[i],
                                    .window_pkts = c->window_pkts,
-                                   .sack = c->sack[i]};
+                                   .sack = c->sack[i],
+                                   .trains = c->trains};
         scn_gid(ec.gid, i);
         SR_CHECK_EQ(sr_engine_create(&ec, &s->eng[i]), 0);
         SR_CHECK_EQ(sr_pd_alloc(s->eng[i], &s->pd[i]), 0);
