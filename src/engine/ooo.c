@@ -331,7 +331,14 @@ void sr_ooo_ack_owed(struct sr_qp *qp)
     /* Requests run by the drain ask for ACKs one after another; the one
      * acknowledgement after the drain covers them all (IBA 9.7.5.1.1: an
      * ACK acknowledges everything up to its PSN). */
-    if (!qp->resp.ooo->draining)
+    if (qp->resp.ooo->draining)
+        return;
+    /* Asked for while a receive pass runs (an AckReq, a duplicate's
+     * re-acknowledgement): one SACK at the pass's end answers them all;
+     * otherwise (a held ACK released by a timer or a post) at once. */
+    if (qp->resp.in_rx)
+        sack_later(qp);
+    else
         sr_ooo_send_sack(qp);
 }
 
