@@ -4,15 +4,16 @@
  * IBA 9.7.5.1 checks a request when it is the expected one. A piece past
  * a hole is placed only when every check that applies to it can be made
  * already and passes, the same ones in-order processing makes (IBA
- * 9.7.5.1, o9-xx: the QP's remote write access, the RETH's length and
- * the R_Key, bounds and access of the range, re-resolved per piece as in
+ * 9.7.5.1: the QP's remote write access, the RETH's length and the
+ * R_Key, bounds and access of the range, re-resolved per piece as in
  * resp.c's check_rkey). Everything else is kept as a copy and checked in
  * order, so that its NAK, if any, comes in sequence. A piece whose target
  * is not known (a MIDDLE whose FIRST has not been seen) is never placed by
  * guesswork. As in IRN (Mittal et al., SIGCOMM 2018, section 5), each
  * piece locates itself: a FIRST or ONLY by its RETH, a MIDDLE by its
- * message's RETH plus (PSN - FIRST's PSN) x PMTU (IBA 9.7.2: FIRST and
- * MIDDLE carry exactly one PMTU).
+ * message's RETH plus (PSN - FIRST's PSN) x PMTU (a FIRST and a MIDDLE
+ * carry exactly one PMTU; the decoder refuses others, which are kept and
+ * NAKed in order).
  *
  * What is not placed, and why:
  * - a LAST, and an ONLY that asks for an acknowledgement (a softrdma
@@ -22,7 +23,10 @@
  * - SENDs (their receive WQE is taken in order), READ requests and
  *   atomics (executed in order, once: IBA 9.7.5.1.4), XRC (its PD comes
  *   from the XRCETH's SRQ, looked up in order) and same-host references
- *   (ooo.c keeps none). */
+ *   (ooo.c keeps none).
+ * The bytes a placed piece holds are kept by later writes in PSN order
+ * only for RDMA WRITEs (sr_ooo_write): a SEND scattered into a receive
+ * buffer that a later placed WRITE targets overwrites it (docs/WIRE.md). */
 #include "engine_int.h"
 #include "place.h"
 
