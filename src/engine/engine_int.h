@@ -238,7 +238,6 @@ struct sr_qp {
         bool peer_sack;     /* the last request advertised SR_BTH_RESV7_SACK */
         struct sr_ooo *ooo; /* requests kept past a hole (ooo.c); NULL: none */
         bool placed_run;    /* the request running was placed out of order (place.c) */
-        bool in_rx;         /* sr_resp_rx is running for this QP */
     } resp;
 
     struct sr_qp_cong cong; /* congestion control (congestion.h) */

@@ -42,8 +42,7 @@ void sr_ooo_write(struct sr_qp *qp, uint32_t psn, uint8_t *dst, const uint8_t *s
  * due (SR_NO_DEADLINE: none), and sending it from sr_engine_advance. */
 uint64_t sr_ooo_deadline(const struct sr_qp *qp);
 /* An acknowledgement is owed while requests are kept (sr_ooo_sack_due):
- * a SACK at the end of the receive pass, or now outside one, or none
- * while the drain runs (it acknowledges at its end). */
+ * a SACK now, or none while the drain runs (it acknowledges at its end). */
 void sr_ooo_ack_owed(struct sr_qp *qp);
 void sr_ooo_advance(struct sr_qp *qp, uint64_t now_ns);
 

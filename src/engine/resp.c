@@ -851,12 +851,9 @@ void sr_resp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err, cons
     case SR_QPT_RC:
     case SR_QPT_XRC_RECV:
         qp->resp.peer_sack = qp->eng->cfg.sack && (pkt->bth.resv7 & SR_BTH_RESV7_SACK);
-        bool in_rx = qp->resp.in_rx;
-        qp->resp.in_rx = true; /* a SACK owed now may wait for the pass's end (ooo.c) */
         rc_rx(&c);
         if (qp->resp.ooo)
             sr_ooo_drain(qp, src_gid, now_ns);
-        qp->resp.in_rx = in_rx;
         break;
     case SR_QPT_XRC_SEND: /* an initiator takes no requests (filtered earlier) */
         break;
