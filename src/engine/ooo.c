@@ -37,6 +37,11 @@ struct sr_ooo_slot {
  * hole, for a request with AckReq, and after every SR_OOO_SACK_EVERY
  * requests kept otherwise. */
 enum { SR_OOO_SACK_EVERY = 64 };
+/* A receive pass under a steady stream can run for thousands of packets
+ * before sr_engine_advance: a SACK that fell due leaves inline once this
+ * many more requests were kept, so the requester still learns of a loss
+ * within a few dozen packets. */
+enum { SR_OOO_SACK_LATE = 16 };
 
 struct sr_ooo {
     uint32_t win; /* a power of two */
@@ -320,6 +325,10 @@ bool sr_ooo_store(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err)
         o->fresh = 0;
     o->fresh++;
     o->since_sack++;
+    if (o->sack_pending && o->since_sack >= SR_OOO_SACK_LATE) {
+        sr_ooo_send_sack(qp);
+        return true;
+    }
     if (hole || pkt->bth.ack_req || o->fresh == SR_SACK_DUPTHRESH ||
         o->since_sack >= SR_OOO_SACK_EVERY)
         sack_later(qp);
