@@ -238,6 +238,63 @@ static void test_bad_rkey(void)
     }
 }
 
+/* The target region is deregistered while a hole is open, after the
+ * first piece behind the hole was placed: later pieces are not placed
+ * (their R_Key check fails; kept as copies), the WRITE fails with Remote
+ * Access Error in sequence, and no byte after the placed piece is
+ * written. */
+static bool placed_one(void *arg)
+{
+    struct scn *s = arg;
+    struct sr_engine_stats st;
+    scn_stats(s, 1, &st);
+    return st.ooo_placed >= 1;
+}
+
+static void test_dereg_mid_hole(void)
+{
+    set_ctx("dereg mid hole", 1);
+    static const uint32_t off[] = {3};
+    struct drops d = {40, off, 1};
+    struct scn s;
+    sack_init(
+        &s,
+        (struct scn_cfg){
+            .seed = 1, .retry_cnt = 7, .psn = {40, 2}, .filter = drop_listed, .filter_arg = &d});
+    struct sr_mr *mr;
+    SR_CHECK_EQ(sr_mr_reg(s.pd[1], s.mem[1] + (1 << 20), 64 * KIB, (uintptr_t)s.mem[1] + (1 << 20),
+                          SR_ACCESS_LOCAL_WRITE | SR_ACCESS_REMOTE_WRITE, &mr),
+                0);
+    uint8_t *orig = malloc(SCN_MEM);
+    memcpy(orig, s.mem[1], SCN_MEM);
+    struct sr_send_wr wr = {.wr_id = 0,
+                            .sg_list = scn_sge(&s, 0, 0, 16 * KIB),
+                            .num_sge = 1,
+                            .opcode = SR_WR_RDMA_WRITE,
+                            .send_flags = SR_SEND_SIGNALED,
+                            .remote_addr = (uintptr_t)s.mem[1] + (1 << 20),
+                            .rkey = sr_mr_rkey(mr)};
+    SR_CHECK_EQ(sr_qp_post_send(s.qp[0], &wr, s.now), 0);
+    SR_CHECK(scn_run(&s, placed_one, &s, MAX_NS));
+    SR_CHECK_EQ(sr_mr_dereg(mr), 0);
+    struct scn_wait w = {0};
+    scn_collect(&s, &w, s.scq[0], 1, MAX_NS);
+    SR_CHECK_EQ(w.got, 1);
+    SR_CHECK_EQ(w.wc[0].status, SR_WC_REM_ACCESS_ERR);
+    /* PSNs 40..42 in order and 44 placed while the region lived */
+    SR_CHECK_MEM(s.mem[1] + (1 << 20), s.mem[0], 3 * KIB);
+    SR_CHECK_MEM(s.mem[1] + (1 << 20) + 3 * KIB, orig + (1 << 20) + 3 * KIB, KIB);
+    SR_CHECK_MEM(s.mem[1] + (1 << 20) + 4 * KIB, s.mem[0] + 4 * KIB, KIB);
+    SR_CHECK_MEM(s.mem[1] + (1 << 20) + 5 * KIB, orig + (1 << 20) + 5 * KIB, 59 * KIB);
+    struct sr_engine_stats st;
+    stats1(&s, &st);
+    SR_CHECK_EQ(st.ooo_placed, 1);
+    SR_CHECK(st.ooo_stored > 0);
+    SR_CHECK_EQ(st.err_naks_sent, 1);
+    free(orig);
+    scn_fini(&s);
+}
+
 /* One region written again and again (each time other data), under loss,
  * reordering and duplicates up to 400 us late: pieces of later WRITEs
  * placed ahead of a hole in an earlier one stay, and late copies of
@@ -318,6 +375,7 @@ int main(void)
     SR_RUN(test_holes);
     SR_RUN(test_write_imm);
     SR_RUN(test_bad_rkey);
+    SR_RUN(test_dereg_mid_hole);
     SR_RUN(test_rewrites);
     SR_RUN(test_sacks_per_hole);
     return SR_TEST_RESULT();
