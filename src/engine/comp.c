@@ -31,6 +31,7 @@ uint64_t sr_qp_deadline(const struct sr_qp *qp)
     if (!qp->req.rnr_wait && qp->comp.probe_at && qp->comp.probe_at < d)
         d = qp->comp.probe_at;
     d = SR_MIN(d, sr_cong_deadline(qp));
+    d = SR_MIN(d, sr_ooo_deadline(qp));
     return SR_MIN(d, sr_ack_deadline(&qp->resp.ack));
 }
 

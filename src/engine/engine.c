@@ -809,6 +809,7 @@ void sr_engine_advance(struct sr_engine *e, uint64_t now_ns)
         if (d <= now_ns) {
             sr_cong_advance(qp, now_ns);
             sr_resp_ack_first(qp, SR_ACK_EV_TIMER, now_ns);
+            sr_ooo_advance(qp, now_ns); /* the SACK of the pass (ooo.c) */
             sr_comp_apply(qp, sr_comp_timer(qp, now_ns), now_ns);
         }
         if (sr_qp_deadline(qp) == SR_NO_DEADLINE)

@@ -28,6 +28,7 @@
 #include "ecn.h"
 #include "rtt.h"
 #include "readsel.h"
+#include "place.h"
 #include "sack.h"
 #include "sr_engine.h"
 #include "sr_util.h"
@@ -244,6 +245,7 @@ struct sr_qp {
         bool peer_sack;     /* the last request advertised SR_BTH_RESV7_SACK */
         struct sr_ooo *ooo; /* requests kept past a hole (ooo.c); NULL: none */
         bool ce_pending;    /* a CE-marked request since the last response (ecn.c) */
+        bool placed_run;    /* the request running was placed out of order (place.c) */
     } resp;
 
     struct sr_qp_cong cong; /* congestion control (congestion.h) */

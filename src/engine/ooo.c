@@ -18,6 +18,7 @@
  * store is allocated at the first packet kept, and freed when the QP
  * errors, resets or is destroyed. */
 #include "engine_int.h"
+#include "place.h"
 
 #include <stdlib.h>
 
@@ -25,16 +26,36 @@ struct sr_ooo_slot {
     struct sr_pkt pkt;
     uint32_t span; /* PSNs it takes: a READ request takes its responses' */
     uint32_t size; /* bytes charged to the device */
-    uint8_t data[];
+    bool placed;   /* its payload is in memory already, at dst (place.c) */
+    uint8_t *dst;
+    uint8_t data[]; /* the payload, when not placed */
 };
+
+/* SACKs while requests are kept: one when the store opens, then at the
+ * end of the receive pass (a deadline of now, sr_engine_advance) once
+ * SR_SACK_DUPTHRESH requests past the newest hole are kept, for a new
+ * hole, for a request with AckReq, and after every SR_OOO_SACK_EVERY
+ * requests kept otherwise. */
+enum { SR_OOO_SACK_EVERY = 64 };
+/* A receive pass under a steady stream can run for thousands of packets
+ * before sr_engine_advance: a SACK that fell due leaves inline once this
+ * many more requests were kept, so the requester still learns of a loss
+ * within a few dozen packets. */
+enum { SR_OOO_SACK_LATE = 16 };
 
 struct sr_ooo {
     uint32_t win; /* a power of two */
     uint32_t cnt;
-    uint32_t hi;                /* one past the highest PSN a kept request takes */
-    uint32_t since_sack;        /* requests kept since the last SACK */
-    uint32_t seen;              /* epsn when the store last looked for stale requests */
-    bool draining;              /* sr_ooo_drain is running: no nested drain */
+    uint32_t hi;         /* one past the highest PSN a kept request takes */
+    uint32_t since_sack; /* requests kept since the last SACK */
+    uint32_t fresh;      /* requests kept since the newest hole opened */
+    bool sack_pending;   /* a SACK leaves at sack_at (the end of the pass) */
+    uint64_t sack_at;
+    uint32_t seen;      /* epsn when the store last looked for stale requests */
+    bool draining;      /* sr_ooo_drain is running: no nested drain */
+    uint32_t placed;    /* kept requests placed already (place.c) */
+    uintptr_t plo, phi; /* host addresses they cover lie in [plo, phi) */
+    struct sr_place_first firsts[SR_PLACE_FIRSTS];
     uint64_t *held;             /* win bits by PSN & (win - 1): the PSNs kept requests take */
     struct sr_ooo_slot *slot[]; /* by PSN & (win - 1) */
 };
@@ -75,6 +96,13 @@ static uint64_t ooo_cap(const struct sr_engine *e)
     return e->cfg.ooo_bytes ? e->cfg.ooo_bytes : SR_OOO_DEF_BYTES;
 }
 
+/* A slot leaves the store (drained or freed): its placed range with it. */
+static void slot_gone(struct sr_ooo *o, const struct sr_ooo_slot *s)
+{
+    if (s->placed && !--o->placed)
+        o->plo = o->phi = 0;
+}
+
 static void slot_free(struct sr_qp *qp, struct sr_ooo *o, uint32_t i)
 {
     struct sr_ooo_slot *s = o->slot[i];
@@ -84,6 +112,7 @@ static void slot_free(struct sr_qp *qp, struct sr_ooo *o, uint32_t i)
     held_set(o, s->pkt.bth.psn, s->span, false);
     o->slot[i] = NULL;
     o->cnt--;
+    slot_gone(o, s);
     free(s);
 }
 
@@ -144,6 +173,7 @@ void sr_ooo_send_sack(struct sr_qp *qp)
     struct sr_iov iov = {.base = bm, .len = p.payload_len};
     e->stats.sacks_sent++;
     o->since_sack = 0;
+    o->sack_pending = false;
     if (e->sack_ring_at) {
         sr_engine_tx(e, qp, &p, &iov, 1, qp->attr.dgid);
         return;
@@ -181,6 +211,17 @@ static void send_plain_ack(struct sr_qp *qp)
     p.aeth.syndrome = SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT;
     p.aeth.msn = qp->resp.msn & SR_PSN_MASK;
     sr_engine_tx(qp->eng, qp, &p, NULL, 0, qp->attr.dgid);
+}
+
+/* The SACK leaves at the end of this receive pass (sr_ooo_advance). */
+static void sack_later(struct sr_qp *qp)
+{
+    struct sr_ooo *o = qp->resp.ooo;
+    if (o->sack_pending)
+        return;
+    o->sack_pending = true;
+    o->sack_at = qp->eng->now_ns;
+    sr_engine_activate(qp->eng, qp); /* sr_ooo_deadline */
 }
 
 bool sr_ooo_store(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err)
@@ -222,11 +263,12 @@ bool sr_ooo_store(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err)
         e->stats.ooo_dup++;
         sr_dsack_send(qp, pkt->bth.psn); /* D-SACK (dsack.c) */
         if (pkt->bth.ack_req)
-            sr_ooo_send_sack(qp);
+            sack_later(qp);
         return true;
     }
     slot_free(qp, o, i); /* a stale request left behind by a jump of epsn */
-    uint32_t size = (uint32_t)sizeof(*s) + pkt->payload_len;
+    uint8_t *dst = sr_place_target(qp, pkt, o->firsts);
+    uint32_t size = (uint32_t)sizeof(*s) + (dst ? 0 : pkt->payload_len);
     if (e->ooo_bytes + size > ooo_cap(e) || !(s = malloc(size))) {
         e->stats.ooo_overflow++;
         if (!o->cnt)
@@ -236,25 +278,152 @@ bool sr_ooo_store(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err)
     s->pkt = *pkt;
     s->span = span;
     s->size = size;
-    if (pkt->payload_len)
-        memcpy(s->data, pkt->payload, pkt->payload_len);
-    s->pkt.payload = s->data;
+    s->placed = dst != NULL;
+    s->dst = dst;
+    if (dst) {
+        /* written now, except what a request placed at a later PSN holds
+         * already; only the headers are kept */
+        sr_engine_fence(e);
+        SR_DMA_BEGIN();
+        sr_ooo_write(qp, pkt->bth.psn, dst, pkt->payload, pkt->payload_len);
+        SR_DMA_END();
+        s->pkt.payload = NULL;
+        uintptr_t a = (uintptr_t)dst, b = a + pkt->payload_len;
+        o->plo = o->placed && o->plo < a ? o->plo : a;
+        o->phi = o->placed && o->phi > b ? o->phi : b;
+        o->placed++;
+        e->stats.ooo_placed++;
+    } else {
+        if (pkt->payload_len)
+            memcpy(s->data, pkt->payload, pkt->payload_len);
+        s->pkt.payload = s->data;
+        e->stats.ooo_stored++;
+    }
     o->slot[i] = s;
     held_set(o, pkt->bth.psn, span, true);
-    if (!o->cnt++)
+    bool opened = !o->cnt++;
+    if (opened)
         o->hi = qp->resp.epsn;
+    bool hole = !opened && sr_psn_lt(o->hi, pkt->bth.psn); /* a new gap past the others */
     uint32_t end = sr_psn_add(pkt->bth.psn, span);
     if (sr_psn_lt(o->hi, end))
         o->hi = end;
     e->ooo_bytes += size;
-    e->stats.ooo_stored++;
-    /* SACK a new hole at once, then every fourth request kept and every
-     * one that asks for an acknowledgement: enough for the requester to
-     * count DupThresh past a hole in one round trip (RFC 6675), a quarter
-     * of TCP's one duplicate ACK per segment (RFC 5681 4.2). */
-    if (o->cnt == 1 || pkt->bth.ack_req || ++o->since_sack >= 4)
+    if (e->ooo_bytes > e->stats.ooo_peak_bytes)
+        e->stats.ooo_peak_bytes = e->ooo_bytes;
+    /* SACK the first hole at once. After it, what the requester needs is
+     * DupThresh requests past each hole (RFC 6675 IsLost counts them from
+     * the bitmap, not from the number of SACKs) and an answer to AckReq:
+     * one SACK at the end of the receive pass carries all that arrived in
+     * the pass, as coalesced ACKs do (ack.c), instead of one per few
+     * requests (RFC 5681 4.2 lets TCP's ACKs cover two segments). */
+    if (opened) {
+        o->fresh = 1; /* the first request past the hole counts */
         sr_ooo_send_sack(qp);
+        return true;
+    }
+    if (hole)
+        o->fresh = 0;
+    o->fresh++;
+    o->since_sack++;
+    if (o->sack_pending && o->since_sack >= SR_OOO_SACK_LATE) {
+        sr_ooo_send_sack(qp);
+        return true;
+    }
+    if (hole || pkt->bth.ack_req || o->fresh == SR_SACK_DUPTHRESH ||
+        o->since_sack >= SR_OOO_SACK_EVERY)
+        sack_later(qp);
     return true;
+}
+
+void sr_ooo_ack_owed(struct sr_qp *qp)
+{
+    /* Requests run by the drain ask for ACKs one after another; the one
+     * acknowledgement after the drain covers them all (IBA 9.7.5.1.1: an
+     * ACK acknowledges everything up to its PSN). */
+    if (qp->resp.ooo->draining)
+        return;
+    /* An in-order request's or a duplicate's acknowledgement leaves at
+     * once: deferring it to the pass's end slowed the simulated recovery
+     * at 5% loss by a fifth (bench/sack_sim.sh), for reasons not
+     * established. */
+    sr_ooo_send_sack(qp);
+}
+
+uint64_t sr_ooo_deadline(const struct sr_qp *qp)
+{
+    const struct sr_ooo *o = qp->resp.ooo;
+    return o && o->sack_pending ? o->sack_at : SR_NO_DEADLINE;
+}
+
+void sr_ooo_advance(struct sr_qp *qp, uint64_t now_ns)
+{
+    struct sr_ooo *o = qp->resp.ooo;
+    if (!o || !o->sack_pending || o->sack_at > now_ns)
+        return;
+    /* a held ACK goes first; while requests are kept it leaves as this
+     * SACK (resp.c emit_ack) */
+    sr_resp_ack_first(qp, SR_ACK_EV_RESPONSE, now_ns);
+    if ((o = qp->resp.ooo) && o->sack_pending) {
+        if (sr_ooo_sack_due(qp))
+            sr_ooo_send_sack(qp);
+        o->sack_pending = false;
+    }
+}
+
+/* What sr_ooo_write leaves to write: pieces of [0, len) of the request. */
+enum { SR_OOO_SEGS = 32 };
+
+void sr_ooo_write(struct sr_qp *qp, uint32_t psn, uint8_t *dst, const uint8_t *src, uint32_t len)
+{
+    struct sr_ooo *o = qp->resp.ooo;
+    uintptr_t a = (uintptr_t)dst, b = a + len;
+    if (!o || !o->placed || b <= o->plo || a >= o->phi) {
+        memcpy(dst, src, len);
+        return;
+    }
+    /* Requests placed at later PSNs wrote these bytes already: in PSN
+     * order they write after this one (IBA 9.5: RDMA WRITEs and SENDs
+     * execute in order), so their bytes stay. */
+    struct {
+        uint32_t off, len;
+    } seg[SR_OOO_SEGS] = {{0, len}};
+    uint32_t n = 1;
+    int32_t reach = sr_psn_diff(o->hi, psn);
+    for (int32_t k = 1; k < reach && k < (int32_t)o->win && n; k++) {
+        uint32_t p = sr_psn_add(psn, (uint32_t)k);
+        const struct sr_ooo_slot *s = o->slot[p & (o->win - 1)];
+        if (!s || !s->placed || s->pkt.bth.psn != p)
+            continue;
+        uintptr_t x = (uintptr_t)s->dst, y = x + s->pkt.payload_len;
+        if (y <= a || x >= b)
+            continue;
+        for (uint32_t j = 0; j < n;) {
+            uintptr_t sa = a + seg[j].off, sb = sa + seg[j].len;
+            if (y <= sa || x >= sb) {
+                j++;
+            } else if (x > sa && y < sb) {
+                /* split; with no room left the piece is written whole
+                 * (only overlapping placements this fragmented) */
+                if (n < SR_OOO_SEGS) {
+                    seg[n].off = (uint32_t)(y - a);
+                    seg[n].len = (uint32_t)(sb - y);
+                    n++;
+                    seg[j].len = (uint32_t)(x - sa);
+                }
+                j++;
+            } else if (x > sa) {
+                seg[j++].len = (uint32_t)(x - sa);
+            } else if (y < sb) {
+                seg[j].off = (uint32_t)(y - a);
+                seg[j++].len = (uint32_t)(sb - y);
+            } else {
+                seg[j] = seg[--n]; /* all of it is newer already */
+            }
+        }
+    }
+    for (uint32_t j = 0; j < n; j++)
+        memcpy(dst + seg[j].off, src + seg[j].off, seg[j].len);
 }
 
 static bool resp_alive(const struct sr_qp *qp)
@@ -283,9 +452,13 @@ void sr_ooo_drain(struct sr_qp *qp, const uint8_t *src_gid, uint64_t now_ns)
         o->cnt--;
         qp->eng->ooo_bytes -= s->size;
         held_set(o, s->pkt.bth.psn, s->span, false);
+        slot_gone(o, s);
         qp->eng->stats.ooo_drained++;
         ran = true;
+        /* a placed request runs every in-order step but the copy */
+        qp->resp.placed_run = s->placed;
         sr_resp_rx(qp, &s->pkt, 0, src_gid, now_ns);
+        qp->resp.placed_run = false;
         free(s);
     }
     qp->eng->bulk.rx = bulk_rx;

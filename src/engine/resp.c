@@ -90,7 +90,7 @@ static void emit_aeth(struct sr_qp *qp, uint8_t opcode, uint32_t psn, uint8_t sy
 static void emit_ack(struct sr_qp *qp, uint32_t psn, uint32_t msn)
 {
     if (sr_ooo_sack_due(qp)) {
-        sr_ooo_send_sack(qp); /* requests are kept past a hole: say which */
+        sr_ooo_ack_owed(qp); /* requests are kept past a hole: a SACK says which */
         return;
     }
     emit_aeth(qp, resp_base(qp) | SR_OP_ACK, psn, SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT, 0, msn);
@@ -544,10 +544,10 @@ static enum resp_state execute(struct resp_ctx *c)
             if (!sr_bulk_pull(qp->eng, c->target, pkt->payload_len))
                 return RS_ERR_OP;
             c->rwqe_status = SR_WC_SUCCESS;
-        } else if (pkt->payload_len) {
+        } else if (pkt->payload_len && !qp->resp.placed_run) {
             sr_engine_fence(qp->eng);
             SR_DMA_BEGIN();
-            memcpy(c->target, pkt->payload, pkt->payload_len);
+            sr_ooo_write(qp, pkt->bth.psn, c->target, pkt->payload, pkt->payload_len);
             SR_DMA_END();
         }
         if (op_is(c, SR_OPF_FIRST | SR_OPF_ONLY))

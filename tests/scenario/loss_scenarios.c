@@ -39,7 +39,7 @@ static uint64_t seed_mult = 1;
 /* Each node's selective recovery (argv[1]), for every row. */
 static bool sack_mode[2];
 static struct {
-    uint64_t sacks, stored, resends;
+    uint64_t sacks, stored, resends, placed;
 } sack_tot;
 
 static void lscn_init(struct scn *s, const struct scn_cfg *c)
@@ -72,11 +72,13 @@ static void row_done(struct scn *s)
         sack_tot.sacks += st.sacks_sent;
         sack_tot.stored += st.ooo_stored;
         sack_tot.resends += st.sack_resends;
+        sack_tot.placed += st.ooo_placed;
         if (!sack_mode[0] || !sack_mode[1]) {
             /* a standard peer never gets a SACK, nor keeps out of order */
             SR_CHECK_EQ(st.sacks_sent, 0);
             SR_CHECK_EQ(st.sacks_rcvd, 0);
             SR_CHECK_EQ(st.ooo_stored, 0);
+            SR_CHECK_EQ(st.ooo_placed, 0);
         }
         SR_CHECK_EQ(st.sack_bad, 0); /* a softrdma peer's SACKs are all well-formed */
     }
@@ -1107,8 +1109,9 @@ int main(int argc, char **argv)
            " delayed, %" PRIu64 " duplicated\n",
            tot.rows, tot.sent, tot.dropped, tot.delayed, tot.duplicated);
     printf("selective recovery (%s): %" PRIu64 " SACKs, %" PRIu64
-           " requests kept out of order, %" PRIu64 " selective resends\n",
-           mode, sack_tot.sacks, sack_tot.stored, sack_tot.resends);
+           " requests kept out of order as copies, %" PRIu64 " placed, %" PRIu64
+           " selective resends\n",
+           mode, sack_tot.sacks, sack_tot.stored, sack_tot.placed, sack_tot.resends);
     if (sack_mode[0] && sack_mode[1] && !only) {
         sr_test_ctx = "sack pairs used selective recovery";
         SR_CHECK(sack_tot.sacks > 0 && sack_tot.stored > 0 && sack_tot.resends > 0);

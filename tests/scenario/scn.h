@@ -80,6 +80,7 @@ struct scn_cfg {
     /* sr_engine_cfg.ack_delay_ns of both nodes, held as for an application
      * that replies (sr_engine_hold_acks), as the verbs device runs; 0: none */
     uint64_t ack_delay_ns;
+    bool trains; /* sr_engine_cfg.trains: RDMA WRITEs go as WRITE ONLY pieces */
 };
 
 struct scn_pkt {
@@ -282,7 +283,8 @@ static void scn_init(struct scn *s, const struct scn_cfg *c)
                                    .ops_ctx = &s->ctx_id[i],
                                    .window_pkts = c->window_pkts,
                                    .ack_delay_ns = c->ack_delay_ns,
-                                   .sack = c->sack[i]};
+                                   .sack = c->sack[i],
+                                   .trains = c->trains};
         scn_gid(ec.gid, i);
         SR_CHECK_EQ(sr_engine_create(&ec, &s->eng[i]), 0);
         if (c->ack_delay_ns)
