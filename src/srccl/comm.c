@@ -115,6 +115,7 @@ static srcclResult_t comm_init(srcclComm_t *out, int nranks, int rank, struct sc
         sc_fail(c, r, "%s", err);
         goto out;
     }
+    sc_shm_ready(c); /* every peer has mapped our segment: unlink its name */
     sc_debug(c, "connected to %d peers", nranks - 1);
 out:
     sc_boot_close(&boot);
@@ -331,6 +332,13 @@ srcclResult_t sc_op_run(srcclComm_t c, const struct sc_op *o)
     c->ops++;
     switch (o->kind) {
     case SC_OP_ALLREDUCE:
+        if (sc_shm_on(c) && c->nranks > 1) {
+            if (c->cfg.debug >= 2)
+                sc_debug(c, "call #%llu %s: %zu bytes, shm", (unsigned long long)c->ops, o->fn,
+                         o->cnt * es);
+            r = sc_shm_allreduce(c, o->send, o->recv, o->cnt, o->dt, o->op);
+            break;
+        }
         r = sc_allreduce(c, o->send, o->recv, o->cnt, o->dt, o->op,
                          pick(c, o->fn, SC_ALLREDUCE, o->cnt * es));
         break;
@@ -354,7 +362,7 @@ srcclResult_t sc_op_run(srcclComm_t c, const struct sc_op *o)
         r = sc_alltoall(c, o->send, o->recv, o->cnt, o->dt);
         break;
     case SC_OP_BARRIER:
-        r = sc_barrier(c);
+        r = sc_shm_on(c) && c->nranks > 1 ? sc_shm_barrier(c) : sc_barrier(c);
         break;
     case SC_OP_SEND:
         sc_prims_init(&p, c, o->root, o->root, o->dt, srcclSum);
