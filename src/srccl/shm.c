@@ -365,9 +365,9 @@ static srcclResult_t wait_all(srcclComm_t c, uint32_t target, const char *what)
             live_at = now + SC_LIVE_NS;
             if (peer_gone(s, k))
                 return sc_fail(c, srcclRemoteError,
-                               "call #%llu: rank %d (pid %d) is gone: it exited or was killed "
-                               "while waited %s",
-                               (unsigned long long)c->ops, k, (int)s->pid[k], what);
+                               "call #%llu: rank %d (pid %d) is gone (exited or killed), found "
+                               "while waiting %s rank %d",
+                               (unsigned long long)c->ops, k, (int)s->pid[k], what, k);
         }
         if (c->in_co) { /* queued: yield to srcclTest / srcclWait */
             s->blocked = true;
