@@ -16,9 +16,7 @@ enum {
     SC_TORCH_DEFAULT_PORT = 29500,
     /* The shared-memory path's geometry, chosen by measurement
      * (docs/SRCCL.md, "The one-host path"). */
-    SC_SHM_SMALL_DEFAULT = 64 << 10,
     SC_SHM_LOOP_DEFAULT = 2 << 20,
-    SC_SHM_SPIN_US_DEFAULT = 50,
 };
 
 uint64_t sc_now_ns(void)
@@ -158,17 +156,18 @@ srcclResult_t sc_config_load(struct sc_config *cfg, char *err, size_t err_len)
     if ((r = env_int("SRCCL_SHM", 0, 1, &x, err, err_len)))
         return r;
     cfg->shm = x != 0;
-    cfg->shm_small_len = SC_SHM_SMALL_DEFAULT;
+    cfg->shm_small_len = SIZE_MAX; /* unset: by nranks (shm.c) */
     if ((r = env_bytes("SRCCL_SHM_SMALL", 0, 64 << 20, &cfg->shm_small_len, err, err_len)))
         return r;
-    cfg->shm_small_len &= ~(size_t)63;
+    if (cfg->shm_small_len != SIZE_MAX)
+        cfg->shm_small_len &= ~(size_t)63;
     cfg->shm_loop_len = SC_SHM_LOOP_DEFAULT;
     if ((r = env_bytes("SRCCL_SHM_BYTES", 64, 256 << 20, &cfg->shm_loop_len, err, err_len)))
         return r;
-    x = SC_SHM_SPIN_US_DEFAULT;
+    x = -1;
     if ((r = env_int("SRCCL_SHM_SPIN_US", 0, 10000000, &x, err, err_len)))
         return r;
-    cfg->shm_spin_ns = (uint64_t)x * 1000;
+    cfg->shm_spin_ns = x >= 0 ? (uint64_t)x * 1000 : UINT64_MAX; /* unset: shm.c chooses */
     return srcclSuccess;
 }
 

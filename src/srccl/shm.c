@@ -75,6 +75,8 @@ struct sc_shm {
     uint64_t small_ops;  /* one-phase all-reduces run (their buffer parity) */
     uint64_t spin_ns;    /* poll this long before sleeping */
     uint64_t calls;      /* collectives run here, for SRCCL_DEBUG */
+    uint64_t sleeps;     /* waits that slept on a futex */
+    uint64_t naps;       /* ... of which ran to their timeout */
     bool blocked;        /* a queued collective waits on a peer's step */
     int wait_peer;       /* ... this one */
     uint32_t wait_value; /* ... whose step was this */
@@ -124,16 +126,19 @@ static void futex_wake(_Atomic uint32_t *w)
 #endif
 }
 
-static void futex_sleep(_Atomic uint32_t *w, uint32_t v, uint64_t ns)
+/* Returns true if the sleep ran to its timeout. */
+static bool futex_sleep(_Atomic uint32_t *w, uint32_t v, uint64_t ns)
 {
     struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
 #ifdef __linux__
-    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, v, &ts, NULL, 0);
+    return syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, v, &ts, NULL, 0) != 0 &&
+           errno == ETIMEDOUT;
 #else
     (void)w;
     (void)v;
     ts = (struct timespec){0, 50000};
     nanosleep(&ts, NULL);
+    return false;
 #endif
 }
 
@@ -176,7 +181,14 @@ srcclResult_t sc_shm_open(srcclComm_t c, struct sc_wire_rank *mine)
     }
     c->shm = s;
     int n = c->nranks;
-    s->small_len = c->cfg.shm_small_len;
+    /* One phase reads n inputs of S bytes per rank with one wait, two
+     * phases read about (2 + (n-1)/n) S with two waits per loop: at 2 ranks
+     * one phase reads less at any size, from 3 ranks it wins only while
+     * the second wait costs more than the extra reads (measured: up to
+     * about 8 KiB at 4 ranks; docs/SRCCL.md, "One host"). */
+    s->small_len = c->cfg.shm_small_len != SIZE_MAX ? c->cfg.shm_small_len
+                   : n == 2                         ? (size_t)1 << 20
+                                                    : (size_t)8 << 10;
     /* Every segment a multiple of 64 bytes: element sizes divide it and
      * segments start on cache lines. */
     s->seg_len = (c->cfg.shm_loop_len / (size_t)n) & ~(size_t)63;
@@ -273,10 +285,18 @@ srcclResult_t sc_shm_connect(srcclComm_t c, const uint8_t *all, size_t rec_len)
                            i, (unsigned long long)s->loop_len, (unsigned long long)s->small_len,
                            (unsigned long long)h->loop_len, (unsigned long long)h->small_len);
     }
-    /* Spin before sleeping: a futex wake-up costs a few microseconds of
-     * the waker and the sleeper's reschedule; with more ranks than CPUs a
-     * spinner keeps the CPU from the rank it waits for, so it yields. */
-    s->spin_ns = c->cfg.shm_spin_ns;
+    /* Spin before sleeping: a sleeper answers only after its wake-up (tens
+     * of us under load); a spin shorter than that makes the peer's next
+     * wait outlast it too, and two ranks can settle into sleeping on every
+     * call (measured: 65 us per 8 B all-reduce with a 50 us spin at 2
+     * ranks on a loaded machine, 0.5 us otherwise). So 200 us, and 1 ms
+     * with more ranks than CPUs (a turn of the CPUs among the waiters is
+     * cheaper than a wake-up), as the QP path (transport.c). After the
+     * first 5 us the spin yields the CPU between polls: a rank that waits
+     * gives way to whatever may run, the awaited peer first of all. */
+    s->spin_ns = c->cfg.shm_spin_ns != UINT64_MAX ? c->cfg.shm_spin_ns
+                 : c->spin_yield                  ? 1000000ull
+                                                  : 200000ull;
     sc_debug(c,
              "shared-memory path: %zu bytes per rank (%zu per loop, %zu small x 2), spin %llu "
              "us%s",
@@ -305,7 +325,9 @@ void sc_shm_close(srcclComm_t c)
         if (s->base[i])
             munmap(s->base[i], s->total_len);
     if (s->calls)
-        sc_debug(c, "shared-memory path: %llu collectives", (unsigned long long)s->calls);
+        sc_debug(c, "shared-memory path: %llu collectives, %llu futex sleeps (%llu to the timeout)",
+                 (unsigned long long)s->calls, (unsigned long long)s->sleeps,
+                 (unsigned long long)s->naps);
     free(s->base);
     free(s->pid);
     free(s);
@@ -340,7 +362,7 @@ static srcclResult_t wait_all(srcclComm_t c, uint32_t target, const char *what)
 {
     struct sc_shm *s = c->shm;
     int n = c->nranks, me = c->rank, k = (me + 1) % n;
-    uint64_t deadline = 0, spin_end = 0, live_at = 0;
+    uint64_t deadline = 0, start = 0, spin_end = 0, live_at = 0;
     bool flushed = false;
     for (;;) {
         uint32_t v = 0;
@@ -357,6 +379,7 @@ static srcclResult_t wait_all(srcclComm_t c, uint32_t target, const char *what)
             return srcclSuccess;
         uint64_t now = sc_now_ns();
         if (!deadline) {
+            start = now;
             deadline = now + c->cfg.timeout_ns;
             spin_end = now + s->spin_ns;
             live_at = now + SC_LIVE_NS;
@@ -385,7 +408,7 @@ static srcclResult_t wait_all(srcclComm_t c, uint32_t target, const char *what)
                            "dead, hung, or not calling the same collective",
                            (unsigned long long)c->ops, (double)c->cfg.timeout_ns / 1e9, what, k);
         if (now < spin_end) {
-            if (c->spin_yield)
+            if (c->spin_yield || now - start >= 5000)
                 sched_yield();
             else
                 cpu_relax();
@@ -404,8 +427,10 @@ static srcclResult_t wait_all(srcclComm_t c, uint32_t target, const char *what)
         }
         struct sc_shm_hdr *h = hdr(s, k);
         atomic_fetch_add_explicit(&h->sleepers, 1, memory_order_seq_cst);
-        if (atomic_load_explicit(&h->step, memory_order_seq_cst) == v)
-            futex_sleep(&h->step, v, SC_MIN(deadline - now, live_at - now));
+        if (atomic_load_explicit(&h->step, memory_order_seq_cst) == v) {
+            s->sleeps++;
+            s->naps += futex_sleep(&h->step, v, SC_MIN(deadline - now, live_at - now));
+        }
         atomic_fetch_sub_explicit(&h->sleepers, 1, memory_order_seq_cst);
     }
 }

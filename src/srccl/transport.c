@@ -34,7 +34,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SC_WIRE_MAGIC 0x73725733u /* "srW3": the immediates below, pid and segment in the record   \
+#define SC_WIRE_MAGIC                                                                              \
+    0x73725733u                   /* "srW3": the immediates below, pid and segment in the record   \
                                    */
 #define SC_IMM_CREDIT 0x80000000u /* a credit SEND; else a chunk */
 #define SC_IMM_MASK   0x7fffffffu /* a credit SEND's count */
