@@ -16,7 +16,7 @@ enum {
     SC_TORCH_DEFAULT_PORT = 29500,
     /* The shared-memory path's geometry, chosen by measurement
      * (docs/SRCCL.md, "The one-host path"). */
-    SC_SHM_LOOP_DEFAULT = 2 << 20,
+    SC_SHM_LOOP_DEFAULT = 1 << 20,
 };
 
 uint64_t sc_now_ns(void)

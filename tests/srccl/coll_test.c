@@ -604,8 +604,13 @@ int main(int argc, char **argv)
         setenv("SRCCL_ALGO", algo, 1);
         if (!strcmp(algo, "shm")) {
             setenv("SRCCL_SHM", "1", 1);
-            setenv("SRCCL_SHM_BYTES", small ? "1K" : "2M", 1);
-            setenv("SRCCL_SHM_SMALL", small ? "256" : "64K", 1);
+            if (small) {
+                setenv("SRCCL_SHM_BYTES", "1K", 1);
+                setenv("SRCCL_SHM_SMALL", "256", 1);
+            } else { /* the defaults */
+                unsetenv("SRCCL_SHM_BYTES");
+                unsetenv("SRCCL_SHM_SMALL");
+            }
         }
         if (small) {
             setenv("SRCCL_CHUNK_BYTES", "1024", 1);
