@@ -222,6 +222,17 @@ static int test_config(void)
     expect_err(NULL, srcclCommInitFromEnv(&comm), srcclInvalidArgument, "SRCCL_CHUNK_BYTES",
                "bad chunk");
     unsetenv("SRCCL_CHUNK_BYTES");
+    setenv("SRCCL_SHM", "2", 1);
+    expect_err(NULL, srcclCommInitFromEnv(&comm), srcclInvalidArgument, "SRCCL_SHM", "bad shm");
+    unsetenv("SRCCL_SHM");
+    setenv("SRCCL_SHM_BYTES", "16", 1); /* below the 64 B minimum */
+    expect_err(NULL, srcclCommInitFromEnv(&comm), srcclInvalidArgument, "SRCCL_SHM_BYTES",
+               "bad shm bytes");
+    unsetenv("SRCCL_SHM_BYTES");
+    setenv("SRCCL_SHM_SPIN_US", "-5", 1);
+    expect_err(NULL, srcclCommInitFromEnv(&comm), srcclInvalidArgument, "SRCCL_SHM_SPIN_US",
+               "bad shm spin");
+    unsetenv("SRCCL_SHM_SPIN_US");
     /* One rank needs no device and no peer. */
     EXPECT(srcclCommInitFromEnv(&comm) == srcclSuccess, "1 rank: %s", srcclGetLastError(NULL));
     me = 0;
