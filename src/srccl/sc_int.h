@@ -166,9 +166,11 @@ struct sc_wire_rank {
     uint8_t gid[16];
     uint16_t lid;
     uint8_t link_layer, mtu;
-    uint32_t host;              /* hash of host name and boot id: ranks sharing CPUs */
-    uint32_t pid;               /* the rank's process */
-    uint32_t shm_tag;           /* its shared-memory segment's name (with pid); 0: none */
+    uint32_t host;         /* hash of host name and boot id: ranks sharing CPUs */
+    uint32_t pid;          /* the rank's process */
+    uint32_t shm_tag;      /* its shared-memory segment's name (with pid); 0: none */
+    uint32_t shm_loop_len; /* the segment's geometry (SRCCL_SHM_BYTES, _SMALL) */
+    uint32_t shm_small_len;
     struct sc_wire_peer peer[]; /* nranks entries, ours unused */
 };
 

@@ -234,6 +234,8 @@ srcclResult_t sc_shm_open(srcclComm_t c, struct sc_wire_rank *mine)
     atomic_store(&h->sleepers, 0);
     atomic_store_explicit(&h->magic, SC_SHM_MAGIC, memory_order_release);
     mine->shm_tag = tag;
+    mine->shm_loop_len = (uint32_t)s->loop_len;
+    mine->shm_small_len = (uint32_t)s->small_len;
     return srcclSuccess;
 }
 
@@ -248,6 +250,16 @@ srcclResult_t sc_shm_connect(srcclComm_t c, const uint8_t *all, size_t rec_len)
             sc_debug(c, "ranks on several hosts or without segments: no shared-memory path");
         sc_shm_close(c);
         return srcclSuccess;
+    }
+    /* Every rank sees the same records, so every rank refuses alike,
+     * before mapping anything. */
+    for (int i = 0; i < c->nranks; i++) {
+        const struct sc_wire_rank *w = (const void *)(all + (size_t)i * rec_len);
+        if (w->shm_loop_len != s->loop_len || w->shm_small_len != s->small_len)
+            return sc_fail(c, srcclInvalidUsage,
+                           "rank %d's shared memory differs (SRCCL_SHM_BYTES / SRCCL_SHM_SMALL "
+                           "must agree): %zu/%zu bytes here, %u/%u there",
+                           i, s->loop_len, s->small_len, w->shm_loop_len, w->shm_small_len);
     }
     s->check_pids = true;
     for (int i = 0; i < c->nranks; i++) {
