@@ -330,15 +330,14 @@ srcclResult_t sc_op_run(srcclComm_t c, const struct sc_op *o)
     srcclResult_t r;
     struct sc_prims p;
     c->ops++;
+    if (sc_shm_on(c) && c->nranks > 1) { /* every rank on this host: shared memory */
+        bool took;
+        r = sc_shm_run(c, o, &took);
+        if (took)
+            return done(c, o->fn, r);
+    }
     switch (o->kind) {
     case SC_OP_ALLREDUCE:
-        if (sc_shm_on(c) && c->nranks > 1) {
-            if (c->cfg.debug >= 2)
-                sc_debug(c, "call #%llu %s: %zu bytes, shm", (unsigned long long)c->ops, o->fn,
-                         o->cnt * es);
-            r = sc_shm_allreduce(c, o->send, o->recv, o->cnt, o->dt, o->op);
-            break;
-        }
         r = sc_allreduce(c, o->send, o->recv, o->cnt, o->dt, o->op,
                          pick(c, o->fn, SC_ALLREDUCE, o->cnt * es));
         break;
@@ -362,7 +361,7 @@ srcclResult_t sc_op_run(srcclComm_t c, const struct sc_op *o)
         r = sc_alltoall(c, o->send, o->recv, o->cnt, o->dt);
         break;
     case SC_OP_BARRIER:
-        r = sc_shm_on(c) && c->nranks > 1 ? sc_shm_barrier(c) : sc_barrier(c);
+        r = sc_barrier(c);
         break;
     case SC_OP_SEND:
         sc_prims_init(&p, c, o->root, o->root, o->dt, srcclSum);

@@ -13,7 +13,7 @@
  *                blocking calls behind them): collectives as coroutines, fused
  *                point-to-point windows, srcclTest / srcclWait / srcclGroupEnd
  *   split.c      srcclCommSplit: new QPs exchanged over the parent communicator
- *   shm.c        ranks all on one host: all-reduce and barrier through shared memory
+ *   shm.c        ranks all on one host: the collectives but all-to-all through shared memory
  *                segments srccl itself creates (one per rank, mapped by its peers)
  * Only <infiniband/verbs.h> is used below: srccl must run on any libibverbs. */
 #ifndef SC_INT_H
@@ -372,9 +372,9 @@ srcclResult_t sc_shm_connect(srcclComm_t comm, const uint8_t *all, size_t rec_le
 void sc_shm_ready(srcclComm_t comm);
 void sc_shm_close(srcclComm_t comm);
 bool sc_shm_on(srcclComm_t comm);
-srcclResult_t sc_shm_allreduce(srcclComm_t comm, const void *sendbuff, void *recvbuff, size_t cnt,
-                               srcclDataType_t dt, srcclRedOp_t op);
-srcclResult_t sc_shm_barrier(srcclComm_t comm);
+/* Runs o through shared memory (*took), or leaves it to the QPs (!*took:
+ * sends, receives, all-to-all, an unusual overlap). */
+srcclResult_t sc_shm_run(srcclComm_t comm, const struct sc_op *o, bool *took);
 /* A queued collective is waiting on a peer's step: sc_shm_idle sleeps on
  * it (until until_ns, 50 ms at most) instead of on the completion channel. */
 bool sc_shm_blocked(srcclComm_t comm);

@@ -62,6 +62,11 @@ struct sc_shm_hdr {
     _Atomic uint32_t step; /* own cache line: peers poll it */
     uint8_t pad1[64 - 4];
     _Atomic uint32_t sleepers; /* peers in FUTEX_WAIT on step */
+    uint8_t pad2[64 - 4];
+    /* What step t belongs to (tag[t % 4]: collective, size, root, type,
+     * op), written before the step: a peer reads it once it sees step t,
+     * when no rank can be past step t + 1. */
+    uint64_t tag[4];
 };
 
 struct sc_shm {
@@ -146,9 +151,10 @@ static bool futex_sleep(_Atomic uint32_t *w, uint32_t v, uint64_t ns)
  * peers asleep on it. The sequentially consistent store and load pair
  * with the sleeper's increment and re-check (sc_shm wait): either it sees
  * the new step or we see it counted. */
-static void publish(struct sc_shm *s, int me)
+static void publish(struct sc_shm *s, int me, uint64_t tag)
 {
     struct sc_shm_hdr *h = hdr(s, me);
+    h->tag[(s->step + 1) & 3] = tag;
     s->step++;
     atomic_store_explicit(&h->step, s->step, memory_order_seq_cst);
     if (atomic_load_explicit(&h->sleepers, memory_order_seq_cst))
@@ -372,7 +378,28 @@ void sc_shm_idle(srcclComm_t c, uint64_t until_ns)
 }
 
 /* Waits until every peer has stored step target. */
-static srcclResult_t wait_all(srcclComm_t c, uint32_t target, const char *what)
+static srcclResult_t check_tags(srcclComm_t c, uint32_t target, uint64_t tag)
+{
+    struct sc_shm *s = c->shm;
+    for (int k = 0; k < c->nranks; k++) {
+        if (k == c->rank || hdr(s, k)->tag[target & 3] == tag)
+            continue;
+        srcclResult_t r =
+            sc_fail(c, srcclInvalidUsage,
+                    "call #%llu: rank %d is in another collective or count (shared "
+                    "memory, tag %016llx against our %016llx): the ranks disagree "
+                    "on the collective or its count",
+                    (unsigned long long)c->ops, k, (unsigned long long)hdr(s, k)->tag[target & 3],
+                    (unsigned long long)tag);
+        c->async_err = r; /* the steps are out of step: the communicator is done */
+        return r;
+    }
+    return srcclSuccess;
+}
+
+/* Waits until every peer has stored step target; tag != 0: and checks
+ * that every peer's step target belongs to the same call as ours. */
+static srcclResult_t wait_all(srcclComm_t c, uint32_t target, const char *what, uint64_t tag)
 {
     struct sc_shm *s = c->shm;
     int n = c->nranks, me = c->rank, k = (me + 1) % n;
@@ -390,7 +417,7 @@ static srcclResult_t wait_all(srcclComm_t c, uint32_t target, const char *what)
             left--;
         }
         if (left == 0)
-            return srcclSuccess;
+            return tag ? check_tags(c, target, tag) : srcclSuccess;
         uint64_t now = sc_now_ns();
         if (!deadline) {
             start = now;
@@ -460,8 +487,8 @@ static void reduce_all(srcclComm_t c, uint8_t *(*buf)(const struct sc_shm *, int
         fn(dst, dst, buf(s, k) + off, cnt);
 }
 
-srcclResult_t sc_shm_allreduce(srcclComm_t c, const void *sendbuff, void *recvbuff, size_t cnt,
-                               srcclDataType_t dt, srcclRedOp_t op)
+static srcclResult_t shm_allreduce(srcclComm_t c, const void *sendbuff, void *recvbuff, size_t cnt,
+                                   srcclDataType_t dt, srcclRedOp_t op, uint64_t tag)
 {
     struct sc_shm *s = c->shm;
     int n = c->nranks, me = c->rank;
@@ -470,14 +497,13 @@ srcclResult_t sc_shm_allreduce(srcclComm_t c, const void *sendbuff, void *recvbu
     sc_scale_fn div = op == srcclAvg ? c->kern.div[dt] : NULL;
     const uint8_t *in = sendbuff;
     uint8_t *out = recvbuff;
-    s->calls++;
     if (bytes <= s->small_len) {
         /* One phase: every rank publishes its input and reduces all of them
          * (n x bytes read, one wait). */
         uint64_t parity = s->small_ops++;
         memcpy(small_buf(s, me, parity), in, bytes);
-        publish(s, me);
-        srcclResult_t r = wait_all(c, s->step, "for the input of");
+        publish(s, me, tag);
+        srcclResult_t r = wait_all(c, s->step, "for the input of", tag);
         if (r)
             return r;
         fn(out, small_buf(s, 0, parity), small_buf(s, 1, parity), cnt);
@@ -496,8 +522,9 @@ srcclResult_t sc_shm_allreduce(srcclComm_t c, const void *sendbuff, void *recvbu
         size_t real = SC_MIN(seg_cnt, (cnt - base + (size_t)n - 1) / (size_t)n);
         size_t loop = SC_MIN((size_t)n * real, cnt - base);
         memcpy(in_buf(s, me), in + base * es, loop * es);
-        publish(s, me);
-        srcclResult_t r = wait_all(c, s->step, "for the input of");
+        publish(s, me, tag);
+        srcclResult_t r = wait_all(c, s->step, "for the input of", tag);
+        tag = 0; /* checked once per call */
         if (r)
             return r;
         size_t off = (size_t)me * real;
@@ -507,8 +534,8 @@ srcclResult_t sc_shm_allreduce(srcclComm_t c, const void *sendbuff, void *recvbu
             if (div)
                 div(res_buf(s, me), mine, n);
         }
-        publish(s, me);
-        if ((r = wait_all(c, s->step, "for the reduced segment of")))
+        publish(s, me, 0);
+        if ((r = wait_all(c, s->step, "for the reduced segment of", 0)))
             return r;
         for (int j = 0; j < n; j++) {
             size_t o = (size_t)j * real;
@@ -519,9 +546,164 @@ srcclResult_t sc_shm_allreduce(srcclComm_t c, const void *sendbuff, void *recvbu
     return srcclSuccess;
 }
 
-srcclResult_t sc_shm_barrier(srcclComm_t c)
+/* The other collectives, in loops of two waits: every rank's input is in
+ * its buffer (and the call checked) before anyone reads, every rank has
+ * read before anyone writes again. Each rank reads its peers' buffers in
+ * place: a broadcast copies from the root's, an all-gather from every
+ * rank's, a reduce or reduce-scatter reduces straight from every rank's
+ * into the output, in rank order. */
+static srcclResult_t two_waits(srcclComm_t c, uint64_t *tag, const char *what)
 {
-    c->shm->calls++;
-    publish(c->shm, c->rank);
-    return wait_all(c, c->shm->step, "at the barrier for");
+    struct sc_shm *s = c->shm;
+    publish(s, c->rank, *tag);
+    srcclResult_t r = wait_all(c, s->step, what, *tag);
+    *tag = 0;
+    return r;
+}
+
+static srcclResult_t read_done(srcclComm_t c)
+{
+    publish(c->shm, c->rank, 0);
+    return wait_all(c, c->shm->step, "for the reads of", 0);
+}
+
+static srcclResult_t shm_broadcast(srcclComm_t c, const uint8_t *in, uint8_t *out, size_t bytes,
+                                   int root, uint64_t tag)
+{
+    struct sc_shm *s = c->shm;
+    int me = c->rank;
+    if (me == root && in != out)
+        memmove(out, in, bytes);
+    for (size_t off = 0; off < bytes; off += s->loop_len) {
+        size_t len = SC_MIN(s->loop_len, bytes - off);
+        if (me == root)
+            memcpy(in_buf(s, me), out + off, len);
+        srcclResult_t r = two_waits(c, &tag, "for the data of");
+        if (r)
+            return r;
+        if (me != root)
+            memcpy(out + off, in_buf(s, root), len);
+        if ((r = read_done(c)))
+            return r;
+    }
+    return srcclSuccess;
+}
+
+static srcclResult_t shm_allgather(srcclComm_t c, const uint8_t *in, uint8_t *out, size_t bytes,
+                                   uint64_t tag)
+{
+    struct sc_shm *s = c->shm;
+    int n = c->nranks, me = c->rank;
+    uint8_t *mine = out + (size_t)me * bytes;
+    if (in != mine) /* memmove: sendbuff may overlap recvbuff */
+        memmove(mine, in, bytes);
+    for (size_t off = 0; off < bytes; off += s->loop_len) {
+        size_t len = SC_MIN(s->loop_len, bytes - off);
+        memcpy(in_buf(s, me), mine + off, len);
+        srcclResult_t r = two_waits(c, &tag, "for the block of");
+        if (r)
+            return r;
+        for (int j = 0; j < n; j++)
+            if (j != me)
+                memcpy(out + (size_t)j * bytes + off, in_buf(s, j), len);
+        if ((r = read_done(c)))
+            return r;
+    }
+    return srcclSuccess;
+}
+
+/* reduce (root >= 0: only the root reduces, all of it) and reduce-scatter
+ * (root < 0: each rank reduces its block of cnt elements). */
+static srcclResult_t shm_reduce(srcclComm_t c, const uint8_t *in, uint8_t *out, size_t cnt,
+                                srcclDataType_t dt, srcclRedOp_t op, int root, uint64_t tag)
+{
+    struct sc_shm *s = c->shm;
+    int n = c->nranks, me = c->rank;
+    size_t es = sc_type_size(dt);
+    sc_reduce_fn fn = c->kern.reduce[op][dt];
+    sc_scale_fn div = op == srcclAvg ? c->kern.div[dt] : NULL;
+    /* Reduce: loops of loop_len; reduce-scatter: of seg_len of each block,
+     * block j of the loop at j * seg_len. */
+    size_t step = (root >= 0 ? s->loop_len : s->seg_len) / es;
+    for (size_t off = 0; off < cnt; off += step) {
+        size_t m = SC_MIN(step, cnt - off);
+        if (root >= 0)
+            memcpy(in_buf(s, me), in + off * es, m * es);
+        else
+            for (int j = 0; j < n; j++)
+                memcpy(in_buf(s, me) + (size_t)j * s->seg_len, in + ((size_t)j * cnt + off) * es,
+                       m * es);
+        srcclResult_t r = two_waits(c, &tag, "for the input of");
+        if (r)
+            return r;
+        if (root < 0 || me == root) {
+            size_t at = root >= 0 ? 0 : (size_t)me * s->seg_len;
+            uint8_t *dst = out + off * es;
+            fn(dst, in_buf(s, 0) + at, in_buf(s, 1) + at, m);
+            for (int k = 2; k < n; k++)
+                fn(dst, dst, in_buf(s, k) + at, m);
+            if (div)
+                div(dst, m, n);
+        }
+        if ((r = read_done(c)))
+            return r;
+    }
+    return srcclSuccess;
+}
+
+srcclResult_t sc_shm_run(srcclComm_t c, const struct sc_op *o, bool *took)
+{
+    struct sc_shm *s = c->shm;
+    size_t es = sc_type_size(o->dt), bytes = o->cnt * es, n = (size_t)c->nranks;
+    const uint8_t *in = o->send;
+    uint8_t *out = o->recv;
+    *took = true;
+    /* The call's identity, checked against every peer's at its first wait. */
+    uint64_t tag = ((uint64_t)o->kind + 1) << 56 ^ (uint64_t)(o->dt & 0xf) << 52 ^
+                   (uint64_t)(o->op & 0xf) << 48 ^ (uint64_t)(uint32_t)(o->root & 0xffff) << 32 ^
+                   (uint64_t)(bytes & 0xffffffffu) ^ (uint64_t)(bytes >> 32) << 40;
+    switch (o->kind) {
+    case SC_OP_ALLREDUCE:
+        break;
+    case SC_OP_BARRIER:
+    case SC_OP_BROADCAST:
+    case SC_OP_REDUCE:
+    case SC_OP_ALLGATHER:
+        break;
+    case SC_OP_REDUCE_SCATTER:
+        break;
+    default:
+        *took = false;
+        return srcclSuccess;
+    }
+    if (c->cfg.debug >= 2)
+        sc_debug(c, "call #%llu %s: %zu bytes, shm", (unsigned long long)c->ops, o->fn,
+                 o->kind == SC_OP_ALLGATHER || o->kind == SC_OP_REDUCE_SCATTER ? bytes * n : bytes);
+    s->calls++;
+    switch (o->kind) {
+    case SC_OP_ALLREDUCE:
+        return shm_allreduce(c, in, out, o->cnt, o->dt, o->op, tag);
+    case SC_OP_BARRIER:
+        publish(s, c->rank, tag);
+        return wait_all(c, s->step, "at the barrier for", tag);
+    case SC_OP_BROADCAST:
+        return shm_broadcast(c, in, out, bytes, o->root, tag);
+    case SC_OP_REDUCE:
+        return shm_reduce(c, in, out, o->cnt, o->dt, o->op, o->root, tag);
+    case SC_OP_ALLGATHER:
+        return shm_allgather(c, in, out, bytes, tag);
+    default: { /* SC_OP_REDUCE_SCATTER */
+        /* Output overlapping the input anywhere but on our own block would
+         * overwrite blocks of later loops: reduce into scratch (a local
+         * choice: the protocol is the same on every rank). */
+        uint8_t *dst = out;
+        if (out < in + bytes * n && in < out + bytes && out != in + (size_t)c->rank * bytes &&
+            !(dst = sc_scratch(c, bytes)))
+            return sc_fail(c, srcclSystemError, "out of memory (%zu bytes of scratch)", bytes);
+        srcclResult_t r = shm_reduce(c, in, dst, o->cnt, o->dt, o->op, -1, tag);
+        if (!r && dst != out)
+            memcpy(out, dst, bytes);
+        return r;
+    }
+    }
 }
