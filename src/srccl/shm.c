@@ -1,15 +1,18 @@
 /* shm.c: the intra-host path. When every rank of a communicator is on this
  * host (the bootstrap's host id), each rank creates a POSIX shared-memory
  * segment of its own and maps every peer's, as NCCL's SHM transport and
- * Open MPI's vader do; all-reduce and barrier then run through them
- * instead of the QPs, and a rank reduces straight from its peers' mapped
- * buffers (one pass over each input, no per-hop staging slot).
+ * Open MPI's vader do; every collective but all-to-all then runs through
+ * them instead of the QPs (sends and receives stay on the QPs), and a rank
+ * reduces or copies straight from its peers' mapped buffers (one pass over
+ * each input, no per-hop staging slot).
  *
  * Segment of a rank (all ranks have the same geometry, checked):
  *   header     magic, pid, geometry; the step counter on a cache line of its
- *              own, the count of peers asleep on it on another
+ *              own, the count of peers asleep on it on another, the
+ *              identity of the call each of the last 4 steps belongs to
  *   small[2]   small_len each: one-phase all-reduces alternate between them
  *   in         loop_len: this rank's input of one loop of a large all-reduce
+ *              (or of the other collectives)
  *   res        seg_len: the reduced segment this rank owns in that loop
  *
  * Synchronization is one counter per rank, "step": every rank runs the same
@@ -24,7 +27,13 @@
  *   - in is rewritten in the next loop; the writer has since waited for
  *     every peer's "reduced" step (stored after the peer read every in);
  *   - res is rewritten after every peer's next "input ready" step, which a
- *     peer stores only after it copied every res out.
+ *     peer stores only after it copied every res out;
+ *   - the other collectives end each loop with a wait for every peer's
+ *     "read" step, so nobody leaves a loop while a peer still reads in;
+ *   any step a peer stores comes after all its reads of earlier calls.
+ * The first wait of every call also compares the call's identity
+ * (collective, byte count, root, type, op) with each peer's: ranks that
+ * disagree get srcclInvalidUsage instead of misreading each other.
  * Waits poll, spin for a while (yielding the CPU when this host has more
  * ranks than CPUs), then sleep on a futex on the peer's step word, which
  * the peer wakes only when someone sleeps there; every wait has the
