@@ -15,7 +15,7 @@ enum {
     SC_DEFAULT_PORT = 29517,
     SC_TORCH_DEFAULT_PORT = 29500,
     /* The shared-memory path's geometry, chosen by measurement
-     * (docs/SRCCL.md, "The one-host path"). */
+     * (docs/SRCCL.md, "How it works", "One host"). */
     SC_SHM_LOOP_DEFAULT = 1 << 20,
 };
 

@@ -15,7 +15,8 @@
  *   split.c      srcclCommSplit: new QPs exchanged over the parent communicator
  *   shm.c        ranks all on one host: the collectives but all-to-all through shared memory
  *                segments srccl itself creates (one per rank, mapped by its peers)
- * Only <infiniband/verbs.h> is used below: srccl must run on any libibverbs. */
+ * Only <infiniband/verbs.h> is used below (and, in shm.c, POSIX shared memory and
+ * futexes between srccl's own ranks): srccl must run on any libibverbs. */
 #ifndef SC_INT_H
 #define SC_INT_H
 
