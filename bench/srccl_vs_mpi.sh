@@ -95,30 +95,44 @@ small=(-b 8 -e 32K -f 2 -n "$small_iters" -w 10 -c 0)
 large=(-b 64K -e "$max" -f 2 -n "$large_iters" -w 2 -c 0)
 
 # run IMPL N REP: both size ranges; rows appended to $tmp/rows as
-# "impl n rep size oop_time_us oop_busbw_gbs".
+# "impl n rep size oop_time_us oop_busbw_gbs". A run that fails is tried
+# once more (on a loaded machine a QP's retry budget can run out: the
+# report says how many retries there were); a second failure stops.
+retries=0
 run() {
-  local impl=$1 n=$2 rep=$3 part args csv
+  local impl=$1 n=$2 rep=$3 part args csv try
   for part in small large; do
     if [ "$part" = small ]; then args=("${small[@]}"); else args=("${large[@]}"); fi
     csv=$tmp/$impl-$n-$rep-$part.csv
-    case $impl in
-    srccl-udp | srccl-shm | srccl-qp)
-      local sr_shm=1 sc_shm=0
-      [ "$impl" = srccl-udp ] && sr_shm=0
-      [ "$impl" = srccl-shm ] && sc_shm=1
-      timeout 600 env LD_LIBRARY_PATH="$build/lib" SOFTRDMA_SHM=$sr_shm SRCCL_SHM=$sc_shm \
-        "$build/bin/srccl-run" -n "$n" -t 590 \
-        "$build/bin/srccl-perf" "${args[@]}" --csv "$csv" >"$tmp/log" 2>&1 ;;
-    ompi-tcp)
-      timeout 600 "${mpi_common[@]}" -np "$n" "${mpi_tcp[@]}" "$tmp/mpi_allreduce" \
-        "${args[@]}" --csv "$csv" >"$tmp/log" 2>&1 ;;
-    ompi-shm)
-      timeout 600 "${mpi_common[@]}" -np "$n" "${mpi_shm[@]}" "$tmp/mpi_allreduce" \
-        "${args[@]}" --csv "$csv" >"$tmp/log" 2>&1 ;;
-    esac || { tail -20 "$tmp/log" >&2; log "$impl -n $n failed"; exit 1; }
+    for try in 1 2; do
+      run_one "$impl" "$n" "$csv" && break
+      tail -20 "$tmp/log" >&2
+      [ "$try" = 2 ] && { log "$impl -n $n failed twice"; exit 1; }
+      log "$impl -n $n failed: once more"
+      retries=$((retries + 1))
+    done
     awk -F, -v i="$impl" -v n="$n" -v r="$rep" 'NR > 1 { print i, n, r, $1, $6, $8 }' "$csv" \
       >>"$tmp/rows"
   done
+}
+
+run_one() {
+  local impl=$1 n=$2 csv=$3
+  case $impl in
+  srccl-udp | srccl-shm | srccl-qp)
+    local sr_shm=1 sc_shm=0
+    [ "$impl" = srccl-udp ] && sr_shm=0
+    [ "$impl" = srccl-shm ] && sc_shm=1
+    timeout 600 env LD_LIBRARY_PATH="$build/lib" SOFTRDMA_SHM=$sr_shm SRCCL_SHM=$sc_shm \
+      "$build/bin/srccl-run" -n "$n" -t 590 \
+      "$build/bin/srccl-perf" "${args[@]}" --csv "$csv" >"$tmp/log" 2>&1 ;;
+  ompi-tcp)
+    timeout 600 "${mpi_common[@]}" -np "$n" "${mpi_tcp[@]}" "$tmp/mpi_allreduce" \
+      "${args[@]}" --csv "$csv" >"$tmp/log" 2>&1 ;;
+  ompi-shm)
+    timeout 600 "${mpi_common[@]}" -np "$n" "${mpi_shm[@]}" "$tmp/mpi_allreduce" \
+      "${args[@]}" --csv "$csv" >"$tmp/log" 2>&1 ;;
+  esac
 }
 
 : >"$tmp/rows"
@@ -142,6 +156,7 @@ report() {
   echo "# commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), build $build," \
     "$(mpirun --version 2>/dev/null | head -1)"
   echo "# iterations: ${small_iters} (8 B..32 KiB), ${large_iters} (64 KiB..$max)"
+  echo "# runs that failed and were repeated: $retries"
   awk -v ranks="$ranks" '
     function median(key,   k, m, i, j, t, v) {
       m = cnt[key]; if (!m) return -1
