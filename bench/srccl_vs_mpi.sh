@@ -3,10 +3,13 @@
 #
 # For 2 and 4 ranks on this host, float sum, 8 B to 64 MiB (x2 steps):
 #   - srccl-udp: srccl-perf under srccl-run, over softrdma's UDP path
-#     (LD_LIBRARY_PATH=<build>/lib SOFTRDMA_SHM=0: RoCEv2 datagrams on
-#     loopback), the path the srccl targets are stated for;
-#   - srccl-shm: the same over softrdma's shared-memory path (the default
-#     between processes on one host), held against Open MPI's shared memory;
+#     (LD_LIBRARY_PATH=<build>/lib SOFTRDMA_SHM=0 SRCCL_SHM=0: RoCEv2
+#     datagrams on loopback), the path the srccl targets are stated for;
+#   - srccl-shm: srccl's own one-host path (SRCCL_SHM=1, the default when
+#     every rank is on one host: all-reduce through shared-memory segments
+#     srccl maps, src/srccl/shm.c), held against Open MPI's shared memory;
+#   - srccl-qp: srccl over its QPs on softrdma's shared-memory path
+#     (SRCCL_SHM=0 SOFTRDMA_SHM=1), the one-host path without shm.c;
 #   - Open MPI over TCP: bench/mpi_allreduce.c under
 #     mpirun --oversubscribe --allow-run-as-root --mca pml ob1
 #            --mca btl tcp,self --mca btl_tcp_if_include lo
@@ -14,8 +17,8 @@
 # Both programs print nccl-tests' columns (busbw = algbw * 2(n-1)/n) and
 # write them as CSV; each point is measured BENCH_REPS times (interleaved
 # runs) and the table gives medians of the out-of-place time and busbw, the
-# ratios srccl-udp / OMPI-tcp and srccl-shm / OMPI-shm busbw per size, and
-# the 8 B latency ratios.
+# ratios srccl-udp / OMPI-tcp, srccl-shm / OMPI-shm and srccl-shm / srccl-qp
+# busbw per size, and the 8 B latency ratios.
 # Small sizes (8 B..32 KiB) run BENCH_SMALL_ITERS timed iterations, large
 # ones (64 KiB..64 MiB) BENCH_LARGE_ITERS. A benchmark, not a test.
 #
@@ -27,8 +30,9 @@
 #   BENCH_MAX          largest size (64M)
 #   BENCH_BUILD        build directory (build-bench, configured if missing)
 #   BENCH_OUT          report (bench/results/srccl-vs-mpi-<UTC timestamp>.txt)
-#   BENCH_SET          all (default), or shm: srccl-shm and OMPI-shm only (the
-#                      same-host targets of issue #25; the other columns are 0)
+#   BENCH_SET          all (default), or shm: srccl-shm, srccl-qp and OMPI-shm
+#                      only (the same-host targets of issue #25; the other
+#                      columns are 0)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,10 +45,10 @@ build=${BENCH_BUILD:-$root/build-bench}
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out=${BENCH_OUT:-$root/bench/results/srccl-vs-mpi-$stamp.txt}
 [[ $reps =~ ^[1-9][0-9]*$ ]] || { echo "bench: BENCH_REPS must be a positive integer" >&2; exit 2; }
-impls="srccl-udp ompi-tcp srccl-shm ompi-shm"
+impls="srccl-udp ompi-tcp srccl-shm srccl-qp ompi-shm"
 case ${BENCH_SET:-all} in
 all) ;;
-shm) impls="srccl-shm ompi-shm" ;;
+shm) impls="srccl-shm srccl-qp ompi-shm" ;;
 *) echo "bench: BENCH_SET must be all or shm" >&2; exit 2 ;;
 esac
 
@@ -91,27 +95,44 @@ small=(-b 8 -e 32K -f 2 -n "$small_iters" -w 10 -c 0)
 large=(-b 64K -e "$max" -f 2 -n "$large_iters" -w 2 -c 0)
 
 # run IMPL N REP: both size ranges; rows appended to $tmp/rows as
-# "impl n rep size oop_time_us oop_busbw_gbs".
+# "impl n rep size oop_time_us oop_busbw_gbs". A run that fails is tried
+# once more (on a loaded machine a QP's retry budget can run out: the
+# report says how many retries there were); a second failure stops.
+retries=0
 run() {
-  local impl=$1 n=$2 rep=$3 part args csv
+  local impl=$1 n=$2 rep=$3 part args csv try
   for part in small large; do
     if [ "$part" = small ]; then args=("${small[@]}"); else args=("${large[@]}"); fi
     csv=$tmp/$impl-$n-$rep-$part.csv
-    case $impl in
-    srccl-udp | srccl-shm)
-      timeout 600 env LD_LIBRARY_PATH="$build/lib" SOFTRDMA_SHM=$([ "$impl" = srccl-shm ] && echo 1 || echo 0) \
-        "$build/bin/srccl-run" -n "$n" -t 590 \
-        "$build/bin/srccl-perf" "${args[@]}" --csv "$csv" >"$tmp/log" 2>&1 ;;
-    ompi-tcp)
-      timeout 600 "${mpi_common[@]}" -np "$n" "${mpi_tcp[@]}" "$tmp/mpi_allreduce" \
-        "${args[@]}" --csv "$csv" >"$tmp/log" 2>&1 ;;
-    ompi-shm)
-      timeout 600 "${mpi_common[@]}" -np "$n" "${mpi_shm[@]}" "$tmp/mpi_allreduce" \
-        "${args[@]}" --csv "$csv" >"$tmp/log" 2>&1 ;;
-    esac || { tail -20 "$tmp/log" >&2; log "$impl -n $n failed"; exit 1; }
+    for try in 1 2; do
+      run_one "$impl" "$n" "$csv" && break
+      tail -20 "$tmp/log" >&2
+      [ "$try" = 2 ] && { log "$impl -n $n failed twice"; exit 1; }
+      log "$impl -n $n failed: once more"
+      retries=$((retries + 1))
+    done
     awk -F, -v i="$impl" -v n="$n" -v r="$rep" 'NR > 1 { print i, n, r, $1, $6, $8 }' "$csv" \
       >>"$tmp/rows"
   done
+}
+
+run_one() {
+  local impl=$1 n=$2 csv=$3
+  case $impl in
+  srccl-udp | srccl-shm | srccl-qp)
+    local sr_shm=1 sc_shm=0
+    [ "$impl" = srccl-udp ] && sr_shm=0
+    [ "$impl" = srccl-shm ] && sc_shm=1
+    timeout 600 env LD_LIBRARY_PATH="$build/lib" SOFTRDMA_SHM=$sr_shm SRCCL_SHM=$sc_shm \
+      "$build/bin/srccl-run" -n "$n" -t 590 \
+      "$build/bin/srccl-perf" "${args[@]}" --csv "$csv" >"$tmp/log" 2>&1 ;;
+  ompi-tcp)
+    timeout 600 "${mpi_common[@]}" -np "$n" "${mpi_tcp[@]}" "$tmp/mpi_allreduce" \
+      "${args[@]}" --csv "$csv" >"$tmp/log" 2>&1 ;;
+  ompi-shm)
+    timeout 600 "${mpi_common[@]}" -np "$n" "${mpi_shm[@]}" "$tmp/mpi_allreduce" \
+      "${args[@]}" --csv "$csv" >"$tmp/log" 2>&1 ;;
+  esac
 }
 
 : >"$tmp/rows"
@@ -135,6 +156,7 @@ report() {
   echo "# commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), build $build," \
     "$(mpirun --version 2>/dev/null | head -1)"
   echo "# iterations: ${small_iters} (8 B..32 KiB), ${large_iters} (64 KiB..$max)"
+  echo "# runs that failed and were repeated: $retries"
   awk -v ranks="$ranks" '
     function median(key,   k, m, i, j, t, v) {
       m = cnt[key]; if (!m) return -1
@@ -157,8 +179,8 @@ report() {
       for (q = 1; q <= ns; q++) {
         n = rs[q]
         printf "\n%d ranks: time (us) and busbw (GB/s)\n\n", n
-        printf "| size | srccl-udp us | busbw | OMPI-tcp us | busbw | srccl-shm us | busbw | OMPI-shm us | busbw | udp/OMPI-tcp busbw | shm/OMPI-shm busbw |\n"
-        printf "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+        printf "| size | srccl-udp us | busbw | OMPI-tcp us | busbw | srccl-shm us | busbw | srccl-qp us | busbw | OMPI-shm us | busbw | udp/OMPI-tcp busbw | shm/OMPI-shm busbw | shm/qp busbw |\n"
+        printf "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
         met = 0; tot = 0; worst = 1e9; worst_at = ""
         hmet = 0; hworst = 1e9; hworst_at = ""
         for (i = 1; i <= m; i++) {
@@ -167,18 +189,20 @@ report() {
           tt = median("ompi-tcp" SUBSEP n SUBSEP s SUBSEP "t"); tb = median("ompi-tcp" SUBSEP n SUBSEP s SUBSEP "bw")
           mt = median("srccl-shm" SUBSEP n SUBSEP s SUBSEP "t"); mb = median("srccl-shm" SUBSEP n SUBSEP s SUBSEP "bw")
           ht = median("ompi-shm" SUBSEP n SUBSEP s SUBSEP "t"); hb = median("ompi-shm" SUBSEP n SUBSEP s SUBSEP "bw")
+          qt = median("srccl-qp" SUBSEP n SUBSEP s SUBSEP "t"); qb = median("srccl-qp" SUBSEP n SUBSEP s SUBSEP "bw")
           ratio = tb > 0 ? sb / tb : 0
           hratio = hb > 0 ? mb / hb : 0
-          printf "| %s | %.1f | %.4f | %.1f | %.4f | %.1f | %.4f | %.1f | %.4f | %.2f | %.2f |\n", hsize(s), st, sb, tt, tb, mt, mb, ht, hb, ratio, hratio
+          qratio = qb > 0 ? mb / qb : 0
+          printf "| %s | %.1f | %.4f | %.1f | %.4f | %.1f | %.4f | %.1f | %.4f | %.1f | %.4f | %.2f | %.2f | %.2f |\n", hsize(s), st, sb, tt, tb, mt, mb, qt, qb, ht, hb, ratio, hratio, qratio
           if (s >= 65536) {
             tot++; if (ratio >= 1) met++; if (hratio >= 1) hmet++
             if (ratio < worst) { worst = ratio; worst_at = hsize(s) }
             if (hratio < hworst) { hworst = hratio; hworst_at = hsize(s) }
           }
-          if (s == 8) { lat = tt > 0 ? st / tt : 0; hlat = ht > 0 ? mt / ht : 0 }
+          if (s == 8) { lat = tt > 0 ? st / tt : 0; hlat = ht > 0 ? mt / ht : 0; qlat = qt > 0 ? mt / qt : 0 }
         }
         printf "\n%d ranks: srccl-udp busbw >= OMPI-tcp at %d of %d sizes >= 64 KiB (lowest ratio %.2f at %s); 8 B latency srccl-udp/OMPI-tcp = %.2f (target <= 1)\n", n, met, tot, worst, worst_at, lat
-        printf "%d ranks: srccl-shm busbw >= OMPI-shm at %d of %d sizes >= 64 KiB (lowest ratio %.2f at %s); 8 B latency srccl-shm/OMPI-shm = %.2f (targets: busbw >= 1 at every size, latency <= 1.5)\n", n, hmet, tot, hworst, hworst_at, hlat
+        printf "%d ranks: srccl-shm busbw >= OMPI-shm at %d of %d sizes >= 64 KiB (lowest ratio %.2f at %s); 8 B latency srccl-shm/OMPI-shm = %.2f (targets: busbw >= 1 at every size, latency <= 1.5); 8 B latency srccl-shm/srccl-qp = %.2f\n", n, hmet, tot, hworst, hworst_at, hlat, qlat
       }
     }' "$tmp/rows"
 }

@@ -12,7 +12,7 @@
 
 const char *sc_algo_name(enum sc_algo a)
 {
-    return a == SC_ALGO_RING ? "ring" : a == SC_ALGO_RD ? "rd" : "auto";
+    return a == SC_ALGO_RING ? "ring" : a == SC_ALGO_RD ? "rd" : a == SC_ALGO_SHM ? "shm" : "auto";
 }
 
 /* A latency-bandwidth model: a step costs alpha + bytes / beta, and
@@ -30,7 +30,7 @@ const char *sc_algo_name(enum sc_algo a)
  * SRCCL_RD_MAX_BYTES replaces the model by one threshold. */
 enum sc_algo sc_algo_pick(srcclComm_t c, enum sc_coll coll, size_t bytes)
 {
-    if (c->cfg.algo != SC_ALGO_AUTO)
+    if (c->cfg.algo == SC_ALGO_RING || c->cfg.algo == SC_ALGO_RD)
         return c->cfg.algo;
     if (c->cfg.rd_max_len)
         return bytes <= c->cfg.rd_max_len ? SC_ALGO_RD : SC_ALGO_RING;

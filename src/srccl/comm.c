@@ -115,6 +115,7 @@ static srcclResult_t comm_init(srcclComm_t *out, int nranks, int rank, struct sc
         sc_fail(c, r, "%s", err);
         goto out;
     }
+    sc_shm_ready(c); /* every peer has mapped our segment: unlink its name */
     sc_debug(c, "connected to %d peers", nranks - 1);
 out:
     sc_boot_close(&boot);
@@ -329,6 +330,12 @@ srcclResult_t sc_op_run(srcclComm_t c, const struct sc_op *o)
     srcclResult_t r;
     struct sc_prims p;
     c->ops++;
+    if (sc_shm_on(c) && c->nranks > 1) { /* every rank on this host: shared memory */
+        bool took;
+        r = sc_shm_run(c, o, &took);
+        if (took)
+            return done(c, o->fn, r);
+    }
     switch (o->kind) {
     case SC_OP_ALLREDUCE:
         r = sc_allreduce(c, o->send, o->recv, o->cnt, o->dt, o->op,

@@ -14,6 +14,9 @@
 enum {
     SC_DEFAULT_PORT = 29517,
     SC_TORCH_DEFAULT_PORT = 29500,
+    /* The shared-memory path's geometry, chosen by measurement
+     * (docs/SRCCL.md, "How it works", "One host"). */
+    SC_SHM_LOOP_DEFAULT = 1 << 20,
 };
 
 uint64_t sc_now_ns(void)
@@ -89,8 +92,10 @@ srcclResult_t sc_config_load(struct sc_config *cfg, char *err, size_t err_len)
             cfg->algo = SC_ALGO_RING;
         else if (!strcasecmp(a, "rd") || !strcasecmp(a, "tree"))
             cfg->algo = SC_ALGO_RD;
+        else if (!strcasecmp(a, "shm"))
+            cfg->algo = SC_ALGO_SHM;
         else if (strcasecmp(a, "auto"))
-            return bad(err, err_len, "SRCCL_ALGO=\"%s\": expected ring, rd or auto", a);
+            return bad(err, err_len, "SRCCL_ALGO=\"%s\": expected ring, rd, shm or auto", a);
     }
 
     cfg->rd_max_len = 0;
@@ -147,6 +152,22 @@ srcclResult_t sc_config_load(struct sc_config *cfg, char *err, size_t err_len)
     if ((r = env_int("SRCCL_IB_RETRY_CNT", 0, 7, &x, err, err_len)))
         return r;
     cfg->ib_retry_cnt = (uint8_t)x;
+    x = 1;
+    if ((r = env_int("SRCCL_SHM", 0, 1, &x, err, err_len)))
+        return r;
+    cfg->shm = x != 0;
+    cfg->shm_small_len = SIZE_MAX; /* unset: by nranks (shm.c) */
+    if ((r = env_bytes("SRCCL_SHM_SMALL", 0, 64 << 20, &cfg->shm_small_len, err, err_len)))
+        return r;
+    if (cfg->shm_small_len != SIZE_MAX)
+        cfg->shm_small_len &= ~(size_t)63;
+    cfg->shm_loop_len = SC_SHM_LOOP_DEFAULT;
+    if ((r = env_bytes("SRCCL_SHM_BYTES", 64, 256 << 20, &cfg->shm_loop_len, err, err_len)))
+        return r;
+    x = -1;
+    if ((r = env_int("SRCCL_SHM_SPIN_US", 0, 10000000, &x, err, err_len)))
+        return r;
+    cfg->shm_spin_ns = x >= 0 ? (uint64_t)x * 1000 : UINT64_MAX; /* unset: shm.c chooses */
     return srcclSuccess;
 }
 

@@ -13,7 +13,10 @@
  *                blocking calls behind them): collectives as coroutines, fused
  *                point-to-point windows, srcclTest / srcclWait / srcclGroupEnd
  *   split.c      srcclCommSplit: new QPs exchanged over the parent communicator
- * Only <infiniband/verbs.h> is used below: srccl must run on any libibverbs. */
+ *   shm.c        ranks all on one host: the collectives but all-to-all through shared memory
+ *                segments srccl itself creates (one per rank, mapped by its peers)
+ * Only <infiniband/verbs.h> is used below (and, in shm.c, POSIX shared memory and
+ * futexes between srccl's own ranks): srccl must run on any libibverbs. */
 #ifndef SC_INT_H
 #define SC_INT_H
 
@@ -34,6 +37,7 @@ enum sc_algo {
     SC_ALGO_AUTO = 0,
     SC_ALGO_RING, /* ring / chain, pipelined in chunks: bandwidth */
     SC_ALGO_RD,   /* recursive doubling, Bruck, binomial trees: latency */
+    SC_ALGO_SHM,  /* auto, and all-reduce / barrier through shared memory on one host */
 };
 
 enum sc_env_source { SC_ENV_NONE = 0, SC_ENV_SRCCL, SC_ENV_TORCH, SC_ENV_OMPI, SC_ENV_SLURM };
@@ -54,6 +58,10 @@ struct sc_config {
     uint8_t gid_index;    /* SRCCL_IB_GID_INDEX */
     uint8_t ib_timeout;   /* SRCCL_IB_TIMEOUT: local ACK timeout exponent (4.096 us * 2^x) */
     uint8_t ib_retry_cnt; /* SRCCL_IB_RETRY_CNT */
+    bool shm;             /* SRCCL_SHM: the shared-memory path when all ranks share a host */
+    size_t shm_small_len; /* SRCCL_SHM_SMALL: one-phase all-reduce up to this size */
+    size_t shm_loop_len;  /* SRCCL_SHM_BYTES: each rank's input per loop of the two-phase one */
+    uint64_t shm_spin_ns; /* SRCCL_SHM_SPIN_US: poll a peer's step this long, then sleep */
     /* srcclCommInitFromEnv only */
     enum sc_env_source source;
     int rank, nranks;
@@ -159,7 +167,11 @@ struct sc_wire_rank {
     uint8_t gid[16];
     uint16_t lid;
     uint8_t link_layer, mtu;
-    uint32_t host;              /* hash of host name and boot id: ranks sharing CPUs */
+    uint32_t host;         /* hash of host name and boot id: ranks sharing CPUs */
+    uint32_t pid;          /* the rank's process */
+    uint32_t shm_tag;      /* its shared-memory segment's name (with pid); 0: none */
+    uint32_t shm_loop_len; /* the segment's geometry (SRCCL_SHM_BYTES, _SMALL) */
+    uint32_t shm_small_len;
     struct sc_wire_peer peer[]; /* nranks entries, ours unused */
 };
 
@@ -237,6 +249,7 @@ struct srcclComm {
     uint64_t left_ns;      /* returned to the application with requests queued */
     uint64_t away_ns;      /* total time so spent: it does not count toward timeouts */
     uint8_t *p2p_busy;     /* nranks x 2: a peer's direction taken in this pass */
+    struct sc_shm *shm;    /* shm.c: the intra-host path, NULL when off */
 };
 
 #define SC_COMM_MAGIC 0x5343434cu /* "SCCL" */
@@ -347,5 +360,25 @@ const char *sc_algo_name(enum sc_algo a);
 enum sc_coll { SC_ALLREDUCE, SC_BROADCAST, SC_REDUCE, SC_ALLGATHER, SC_REDUCE_SCATTER };
 /* SRCCL_ALGO, else SRCCL_RD_MAX_BYTES, else the cost model (algos.c). */
 enum sc_algo sc_algo_pick(srcclComm_t c, enum sc_coll coll, size_t bytes);
+
+/* ---- shm.c ---- */
+/* In sc_tp_open: creates this rank's segment (unless SRCCL_SHM=0 or an
+ * algorithm is forced) and names it in the record; failing to is not an
+ * error (the record then says "none"). */
+srcclResult_t sc_shm_open(srcclComm_t comm, struct sc_wire_rank *mine);
+/* In sc_tp_connect: all ranks on this host and all with segments: maps
+ * the peers' segments; else drops ours. Every rank decides alike. */
+srcclResult_t sc_shm_connect(srcclComm_t comm, const uint8_t *all, size_t rec_len);
+/* After the barrier that follows connect: unlinks our segment's name. */
+void sc_shm_ready(srcclComm_t comm);
+void sc_shm_close(srcclComm_t comm);
+bool sc_shm_on(srcclComm_t comm);
+/* Runs o through shared memory (*took), or leaves it to the QPs (!*took:
+ * sends, receives, all-to-all, an unusual overlap). */
+srcclResult_t sc_shm_run(srcclComm_t comm, const struct sc_op *o, bool *took);
+/* A queued collective is waiting on a peer's step: sc_shm_idle sleeps on
+ * it (until until_ns, 50 ms at most) instead of on the completion channel. */
+bool sc_shm_blocked(srcclComm_t comm);
+void sc_shm_idle(srcclComm_t comm, uint64_t until_ns);
 
 #endif /* SC_INT_H */

@@ -414,6 +414,10 @@ static void idle_many(srcclComm_t *cs, int n)
     for (int i = 0; i < n && k < 64; i++) {
         if (cs[i]->nranks == 1 || cs[i]->async_err)
             continue;
+        if (sc_shm_blocked(cs[i])) { /* it waits on shared memory: nap briefly */
+            sc_shm_idle(cs[i], sc_now_ns() + 1000000ull);
+            return;
+        }
         int prog = 0;
         if (sc_tp_arm(cs[i], &prog) || prog)
             return;

@@ -141,6 +141,7 @@ SC_EXPORT srcclResult_t srcclCommSplit(srcclComm_t comm, int color, int key, src
         snprintf(comm->last_err, sizeof(comm->last_err), "rank %d: srcclCommSplit: %s", comm->rank,
                  msg);
     } else if (c) {
+        sc_shm_ready(c); /* the status all-gather was the barrier: all mapped */
         sc_debug(c, "split from rank %d of %d (color %d key %d): rank %d of %d", comm->rank, pn,
                  color, key, me, n);
     }

@@ -34,7 +34,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SC_WIRE_MAGIC 0x73725732u /* "srW2": the immediates below */
+#define SC_WIRE_MAGIC                                                                              \
+    0x73725733u                   /* "srW3": the immediates below, pid and segment in the record   \
+                                   */
 #define SC_IMM_CREDIT 0x80000000u /* a credit SEND; else a chunk */
 #define SC_IMM_MASK   0x7fffffffu /* a credit SEND's count */
 #define SC_IMM_SEQ    0xffffu     /* a chunk's number */
@@ -201,6 +203,9 @@ srcclResult_t sc_tp_open(srcclComm_t c, struct sc_wire_rank *mine)
         mine->peer[i].psn = (uint32_t)(seed >> 40) & 0xffffffu;
         mine->peer[i].raddr = (uint64_t)(uintptr_t)p->rx;
     }
+    srcclResult_t sr = sc_shm_open(c, mine);
+    if (sr)
+        return sr;
     sc_debug(c, "device %s port %u mtu %d link %s, %u slots x %zu bytes per peer, %s kernels",
              dev_name, cfg->ib_port, 128 << c->mtu,
              c->link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand", cfg->slot_cnt,
@@ -281,11 +286,12 @@ srcclResult_t sc_tp_connect(srcclComm_t c, const uint8_t *all, size_t rec_len)
         if (e)
             return sc_fail(c, srcclSystemError, "ibv_modify_qp(RTS, peer %d): %s", i, strerror(e));
     }
-    return srcclSuccess;
+    return sc_shm_connect(c, all, rec_len);
 }
 
 void sc_tp_close(srcclComm_t c)
 {
+    sc_shm_close(c);
     if (c->peers) {
         for (int i = 0; i < c->nranks; i++) {
             if (c->peers[i].qp)
@@ -568,6 +574,13 @@ static srcclResult_t idle(srcclComm_t c, uint64_t until, uint64_t spin_ns, int *
 
 srcclResult_t sc_tp_idle(srcclComm_t c, uint64_t until)
 {
+    if (sc_shm_blocked(c)) { /* a queued collective waits on shared memory, not on the CQ */
+        int prog;
+        srcclResult_t r = sc_tp_progress(c, &prog);
+        if (!r && !prog)
+            sc_shm_idle(c, until);
+        return r;
+    }
     int woke;
     return idle(c, until, c->cfg.spin_ns, &woke);
 }

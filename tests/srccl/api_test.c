@@ -6,7 +6,12 @@
  *                      srcclCommInitFromEnv finds rank and size
  *   api_test uid N R   standalone: srcclGetUniqueId, fork N-1 ranks, the
  *                      id's process takes rank R, srcclCommInitRank everywhere
- *   api_test config    standalone: bad environment values are named */
+ *   api_test config    standalone: bad environment values are named
+ *   api_test mismatch  under srccl-run -n N on one host (the shared-memory
+ *                      path): all-reduces whose counts differ between ranks,
+ *                      one-phase and two-phase sizes, and a broadcast with
+ *                      different roots: every rank gets srcclInvalidUsage
+ *                      naming the disagreement, the communicator stays failed */
 #include "srccl.h"
 
 #include <limits.h>
@@ -222,6 +227,17 @@ static int test_config(void)
     expect_err(NULL, srcclCommInitFromEnv(&comm), srcclInvalidArgument, "SRCCL_CHUNK_BYTES",
                "bad chunk");
     unsetenv("SRCCL_CHUNK_BYTES");
+    setenv("SRCCL_SHM", "2", 1);
+    expect_err(NULL, srcclCommInitFromEnv(&comm), srcclInvalidArgument, "SRCCL_SHM", "bad shm");
+    unsetenv("SRCCL_SHM");
+    setenv("SRCCL_SHM_BYTES", "16", 1); /* below the 64 B minimum */
+    expect_err(NULL, srcclCommInitFromEnv(&comm), srcclInvalidArgument, "SRCCL_SHM_BYTES",
+               "bad shm bytes");
+    unsetenv("SRCCL_SHM_BYTES");
+    setenv("SRCCL_SHM_SPIN_US", "-5", 1);
+    expect_err(NULL, srcclCommInitFromEnv(&comm), srcclInvalidArgument, "SRCCL_SHM_SPIN_US",
+               "bad shm spin");
+    unsetenv("SRCCL_SHM_SPIN_US");
     /* One rank needs no device and no peer. */
     EXPECT(srcclCommInitFromEnv(&comm) == srcclSuccess, "1 rank: %s", srcclGetLastError(NULL));
     me = 0;
@@ -238,6 +254,35 @@ static int test_config(void)
     return failures ? 1 : 0;
 }
 
+static int test_mismatch(void)
+{
+    static const size_t base[] = {10, 3 << 20}; /* floats: one phase, then loops */
+    for (int t = 0; t < 3; t++) {
+        srcclComm_t comm;
+        srcclResult_t r = srcclCommInitFromEnv(&comm);
+        EXPECT(r == srcclSuccess, "init: %s", srcclGetLastError(NULL));
+        if (r)
+            return 1;
+        srcclCommUserRank(comm, &me);
+        size_t cnt = t < 2 ? base[t] + (size_t)me : 64;
+        float *buf = calloc(cnt, sizeof(float));
+        if (!buf)
+            return 1;
+        if (t < 2)
+            expect_err(comm, srcclAllReduce(buf, buf, cnt, srcclFloat32, srcclSum, comm),
+                       srcclInvalidUsage, "disagree", "all-reduce count mismatch");
+        else
+            expect_err(comm, srcclBroadcast(buf, buf, cnt, srcclFloat32, me, comm),
+                       srcclInvalidUsage, "disagree", "broadcast root mismatch");
+        expect_err(comm, srcclBarrier(comm), srcclInvalidUsage, "disagree", "after mismatch");
+        EXPECT(srcclCommAbort(comm) == srcclSuccess, "abort");
+        free(buf);
+    }
+    if (!failures && me == 0)
+        printf("api_test mismatch: OK\n");
+    return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "args";
@@ -247,6 +292,8 @@ int main(int argc, char **argv)
         return test_env(atoi(argv[2]));
     if (!strcmp(mode, "uid") && argc > 3)
         return test_uid(atoi(argv[2]), atoi(argv[3]));
+    if (!strcmp(mode, "mismatch"))
+        return test_mismatch();
     if (!strcmp(mode, "config"))
         return test_config();
     fprintf(stderr, "usage: api_test args | env N | uid N ROOT_RANK | config\n");

@@ -6,14 +6,17 @@
  * reference with a tolerance from the type's unit roundoff. Outputs sit
  * between guard bytes, so writes out of bounds are caught too.
  *
- *   coll_test [pass...]   pass: ring | rd | auto | ring-small | rd-small |
- *                                ring-wrap | rd-wrap
+ *   coll_test [pass...]   pass: ring | rd | auto | shm | ring-small | rd-small |
+ *                                shm-small | ring-wrap | rd-wrap
  * A pass is one communicator with SRCCL_ALGO (and for -small, 1 KiB chunks
  * in 2 slots: many chunks, slot reuse and credits on little data; for
  * -wrap, 64 B chunks in 5 slots and messages of over 2^16 chunks: the
  * chunk numbers and credit counts carried in 16 and 15 bits wrap, with
  * credits riding on chunks both ways (all-reduce) and on their own
- * (one-way send / receive streams)). */
+ * (one-way send / receive streams)). shm (SRCCL_ALGO=shm, SRCCL_SHM=1): on
+ * one host all-reduce and barrier go through shared memory; with -small
+ * also 1 KiB of loop and 256 B of one-phase buffer per rank, so every
+ * all-reduce beyond 256 B runs many two-phase loops. */
 #include "srccl.h"
 
 #include <math.h>
@@ -599,6 +602,16 @@ int main(int argc, char **argv)
         char algo[16];
         snprintf(algo, sizeof(algo), "%.*s", (int)strcspn(pass_name, "-"), pass_name);
         setenv("SRCCL_ALGO", algo, 1);
+        if (!strcmp(algo, "shm")) {
+            setenv("SRCCL_SHM", "1", 1);
+            if (small) {
+                setenv("SRCCL_SHM_BYTES", "1K", 1);
+                setenv("SRCCL_SHM_SMALL", "256", 1);
+            } else { /* the defaults */
+                unsetenv("SRCCL_SHM_BYTES");
+                unsetenv("SRCCL_SHM_SMALL");
+            }
+        }
         if (small) {
             setenv("SRCCL_CHUNK_BYTES", "1024", 1);
             setenv("SRCCL_SLOTS", "2", 1);
