@@ -3,8 +3,9 @@
 #  1. Debian's unmodified ibv_devinfo and ibv_rc_pingpong run on softrdma's
 #     libibverbs.so.1 (no RDMA NIC, no kernel module): two processes talk
 #     RoCEv2 over loopback, data validated.
-#  2. srccl runs an all-reduce across local ranks and prints the
-#     nccl-tests-style table.
+#  2. srccl runs an all-reduce across local ranks, through its own
+#     one-host shared memory and then over softrdma's RC QPs, and prints
+#     the nccl-tests-style tables.
 #  3. The wire codec writes one packet of every opcode to a capture that
 #     tshark decodes as InfiniBand.
 set -euo pipefail
@@ -31,8 +32,10 @@ wait "$srv"
 echo "-- server side:"
 cat build/demo-server.txt
 echo
-echo "== srccl: all-reduce across 4 local ranks over softrdma (nccl-tests columns, results checked) =="
+echo "== srccl: all-reduce across 4 local ranks, through srccl's one-host shared memory (nccl-tests columns, results checked) =="
 build/bin/srccl-run -n 4 build/bin/srccl-perf -b 8 -e 4M -f 8 -o allreduce -c 1 -n 10 -w 2
+echo "== srccl: the same over softrdma's RC QPs (SRCCL_SHM=0) =="
+SRCCL_SHM=0 build/bin/srccl-run -n 4 build/bin/srccl-perf -b 8 -e 4M -f 8 -o allreduce -c 1 -n 10 -w 2
 echo
 out=build/softrdma-sample.pcap
 echo "== srdma-wire --sample-pcap $out: one RoCEv2 packet per opcode, as tshark sees them =="
