@@ -446,6 +446,10 @@ uint32_t sr_req_resend(struct sr_qp *qp, uint32_t psn, uint64_t now_ns, bool *se
     if (!sr_qp_reliable(qp) || sr_psn_lt(psn, qp->comp.psn) || !sr_psn_lt(psn, qp->req.max_sent))
         return 0;
     uint32_t cur = qp->req.cur, cur_psn = qp->req.cur_psn;
+    /* Karn's rule concerns the timed packet alone: resending an earlier
+     * hole leaves its answer unambiguous (a SACK reports its delivery,
+     * sack.c), so the sample survives unless this resend is of it. */
+    bool timing = qp->comp.rtt_timing;
     sr_req_rewind(qp, psn);
     uint32_t used = 0;
     if (qp->req.cur != qp->sq_tail) {
@@ -466,6 +470,9 @@ uint32_t sr_req_resend(struct sr_qp *qp, uint32_t psn, uint64_t now_ns, bool *se
     }
     qp->req.cur = cur;
     qp->req.cur_psn = cur_psn;
+    if (timing && (!used || sr_psn_lt(qp->comp.rtt_psn, psn) ||
+                   !sr_psn_lt(qp->comp.rtt_psn, sr_psn_add(psn, used))))
+        qp->comp.rtt_timing = true;
     if (used)
         sr_resp_ack_first(qp, SR_ACK_EV_REQUEST, now_ns);
     return used;

@@ -259,6 +259,14 @@ void sr_sack_rx(struct sr_qp *qp, const struct sr_pkt *pkt, struct sr_comp_next 
         sr_sack_sb_mark(sb, pkt->sack.base_psn, pkt->payload, len * 8, qp->req.max_sent, &ignored);
     if (ignored)
         e->stats.sack_bad++;
+    if (added && qp->comp.rtt_timing && sr_sack_sb_has(sb, qp->comp.rtt_psn)) {
+        /* The timed packet arrived behind a hole and this SACK is its
+         * answer; its cumulative ACK waits for the hole's repair, which a
+         * sample taken then would time too (RFC 8985 2: RTT from each
+         * packet's delivery). */
+        qp->comp.rtt_timing = false;
+        sr_rtt_sample(&qp->comp.rtt, e->now_ns - qp->comp.rtt_sent_ns);
+    }
     if (pkt->sack.flags & SR_SACK_F_DSACK) {
         /* docs/WIRE.md: a request that reached the responder twice */
         e->stats.dsacks_rcvd++;
