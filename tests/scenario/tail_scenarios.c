@@ -193,22 +193,29 @@ struct pp_result {
     uint64_t timeouts;          /* in the whole run */
 };
 
+/* ibv_rc_pingpong's wire: its default MTU, the default ACK hold, 14 and 7
+ * for timeout and retry_cnt, PSNs across the wrap; the filter sees p. */
+static void pp_scn_init(struct scn *s, struct pp *p)
+{
+    scn_init(s, &(struct scn_cfg){.seed = 1,
+                                  .mtu = 1024, /* ibv_rc_pingpong's default */
+                                  .delay_ns = 15 * US,
+                                  .ack_delay_ns = 20 * US, /* SOFTRDMA_ACK_DELAY_US's default */
+                                  .timeout = 14,
+                                  .retry_cnt = 7,
+                                  .rnr_retry = 7,
+                                  .min_rnr_timer = 12,
+                                  .filter = pp_filter,
+                                  .filter_arg = p,
+                                  .sack = {sack_mode, sack_mode},
+                                  .psn = {0xfffff0, 77}});
+}
+
 static struct pp_result pp_run(enum pp_fault fault, int drops)
 {
     struct scn s;
     struct pp p = {.s = &s, .fault = fault, .drops = drops};
-    scn_init(&s, &(struct scn_cfg){.seed = 1,
-                                   .mtu = 1024, /* ibv_rc_pingpong's default */
-                                   .delay_ns = 15 * US,
-                                   .ack_delay_ns = 20 * US, /* SOFTRDMA_ACK_DELAY_US's default */
-                                   .timeout = 14,
-                                   .retry_cnt = 7,
-                                   .rnr_retry = 7,
-                                   .min_rnr_timer = 12,
-                                   .filter = pp_filter,
-                                   .filter_arg = &p,
-                                   .sack = {sack_mode, sack_mode},
-                                   .psn = {0xfffff0, 77}});
+    pp_scn_init(&s, &p);
     for (int n = 0; n < 2; n++)
         SR_CHECK_EQ(pp_post_recv(&s, n, 0), 0);
     p.done_at[0] = s.now;
@@ -289,18 +296,7 @@ static void test_pingpong_every_message(void)
     for (int lossy = 0; lossy < 2; lossy++) {
         sr_test_ctx = lossy ? "every message loses a packet and its resend" : "lossless";
         p = (struct pp){.s = &s, .fault = lossy ? PP_EVERY_MSG : PP_NONE, .drops = 1 << 30};
-        scn_init(&s, &(struct scn_cfg){.seed = 1,
-                                       .mtu = 1024,
-                                       .delay_ns = 15 * US,
-                                       .ack_delay_ns = 20 * US,
-                                       .timeout = 14,
-                                       .retry_cnt = 7,
-                                       .rnr_retry = 7,
-                                       .min_rnr_timer = 12,
-                                       .filter = pp_filter,
-                                       .filter_arg = &p,
-                                       .sack = {sack_mode, sack_mode},
-                                       .psn = {0xfffff0, 77}});
+        pp_scn_init(&s, &p);
         for (int n = 0; n < 2; n++)
             SR_CHECK_EQ(pp_post_recv(&s, n, 0), 0);
         p.done_at[0] = s.now;
