@@ -19,7 +19,9 @@
 #     and 4 QPs;
 #   - the same-host limits of the shared-memory path (srdma-udpbench: one
 #     core's memcpy into a ring, a cache line's round trip between two
-#     processes) and softrdma over it (the default between processes on one
+#     processes, memcpy into memory both processes map against
+#     process_vm_writev/readv of memory only one of them owns, and one
+#     2-byte process_vm_writev) and softrdma over it (the default between processes on one
 #     host): ib_{write,read,send}_bw at 4 KiB, 64 KiB, 1 MiB, the 64 B
 #     message rate, ib_{write,send,read}_lat at 2 B;
 #     The same-host bandwidth points also run with SOFTRDMA_SHM_BULK=0
@@ -268,6 +270,18 @@ declare -A it_tag=([64]=500000 [4096]=200000 [65536]=40000 [1048576]=3000)
 # The same-host points, one repetition: softrdma over shared memory (by
 # reference and through the rings alone), then UCX's sm transports.
 same_host() {
+  log "rep $rep/$reps: same-host limits"
+  local m
+  for m in memcpy shmpingpong cma; do
+    if "$udpbench" -m "$m" -t 1 -n 100000 >"$tmp/lim" 2>"$tmp/lim.err"; then :; else
+      note "rep $rep: udpbench -m $m: $(tail -1 "$tmp/lim.err")"
+    fi
+    while read -r k v; do
+      case $k in
+      memcpy_4k_gbps | shm_half_rtt_us | shared_memcpy_* | cma_*) record "$k" "$v" ;;
+      esac
+    done <"$tmp/lim"
+  done
   log "rep $rep/$reps: softrdma over shared memory"
   shm=1
   for s in 4096 65536 1048576; do
@@ -322,15 +336,17 @@ for ((rep = 1; rep <= reps; rep++)); do
     continue
   fi
   log "rep $rep/$reps: UDP limits"
-  if "$udpbench" -t "$secs" -n 100000 >"$tmp/udp" 2>"$tmp/udp.err"; then :; else
-    note "rep $rep: udpbench: $(tail -1 "$tmp/udp.err")"
-  fi
+  # the same-host limits come with same_host()
+  for m in plain gso pingpong pingack pingackrx; do
+    "$udpbench" -m "$m" -t "$secs" -n 100000 || note "rep $rep: udpbench -m $m failed"
+  done >"$tmp/udp" 2>"$tmp/udp.err"
   while read -r k v; do
     case $k in
     udp_plain_4k_gbps | udp_gso_gro_4k_gbps | udp_plain_4k_loss_pct | udp_gso_gro_4k_loss_pct | \
       udp_half_rtt_us | udp_pingpong_32b_rtt_us | udp_pingpong_32b_rtt_p99_us | \
-      udp_ack_half_rtt_us | udp_pingack_32b_rtt_us | udp_ackrx_half_rtt_us | udp_pingackrx_32b_rtt_us | \
-      memcpy_4k_gbps | shm_half_rtt_us) record "$k" "$v" ;;
+      udp_ack_half_rtt_us | udp_pingack_32b_rtt_us | udp_ackrx_half_rtt_us | udp_pingackrx_32b_rtt_us)
+      record "$k" "$v"
+      ;;
     esac
   done <"$tmp/udp"
 
@@ -431,6 +447,12 @@ report=$tmp/report
   echo "-- same host, shared memory (srdma-udpbench; softrdma's default between local processes)"
   row "memcpy 4 KiB pieces into a 4 MiB ring, 1 core" memcpy_4k_gbps Gb/s
   row "cache-line half round trip, 2 processes" shm_half_rtt_us us
+  for s in 64k 1m; do
+    row "memcpy $s into memory both map (UCX posix/sysv)" "shared_memcpy_${s}_gbps" Gb/s
+    row "process_vm_writev $s, unshared memory" "cma_write_${s}_gbps" Gb/s
+    row "process_vm_readv $s, unshared memory" "cma_read_${s}_gbps" Gb/s
+  done
+  row "process_vm_writev 2 B, one call" cma_write_2b_us us
   for op in write read send; do
     for s in 4096 65536 1048576; do row "shm ib_${op}_bw ${label[$s]}" "shm_${op}_bw_$s" Gb/s; done
   done
@@ -507,6 +529,17 @@ report=$tmp/report
     done
   done
   ratio "shm ib_write_lat 2 B / ucx sm put_lat 2 B" shm_write_lat_2 ucxsm_put_lat_2 "<=" 1.5
+  # What stops those: perftest's buffers are its own private memory, which
+  # another process reaches only by a kernel copy (CMA); UCX's put stores
+  # into memory UCX allocated and both processes map.
+  for s in 65536 1048576; do
+    k=$([ "$s" = 65536 ] && echo 64k || echo 1m)
+    ratio "shm ib_write_bw ${label[$s]} / process_vm_readv (info)" "shm_write_bw_$s" "cma_read_${k}_gbps" ">=" 1
+    ratio "process_vm_readv ${label[$s]} / ucx sm put_bw (info)" "cma_read_${k}_gbps" "ucxsm_put_bw_$s" ">=" 1
+    ratio "ucx sm put_bw ${label[$s]} / shared memcpy (info)" "ucxsm_put_bw_$s" "shared_memcpy_${k}_gbps" ">=" 1
+  done
+  ratio "process_vm_writev 2 B / ucx sm put_lat 2 B (info)" cma_write_2b_us ucxsm_put_lat_2 "<=" 1.5
+  ratio "cache-line half RTT / ucx sm put_lat 2 B (info)" shm_half_rtt_us ucxsm_put_lat_2 "<=" 1
   ratio "shm 64 B msg rate / ucx sm put_bw 64 B" shm_write_bw_64_mpps ucxsm_put_bw_64_mpps ">=" 1
   for op in write send; do
     for s in 65536 1048576; do

@@ -2,7 +2,8 @@
  * the yardstick bench/run.sh holds softrdma against. A benchmark, never a
  * test: every figure depends on the machine and on its load.
  *
- *   srdma-udpbench [-m plain|gso|pingpong|pingack|pingackrx|memcpy|shmpingpong|all] [-t SECONDS]
+ *   srdma-udpbench [-m plain|gso|pingpong|pingack|pingackrx|memcpy|shmpingpong|cma|all] [-t
+ * SECONDS]
  *                  [-a 127.x.y.z]
  *                  [-n ITERS] [-s BYTES] [-S SEGMENT] [-g SEGMENTS]
  *
@@ -33,6 +34,16 @@
  *             does once per byte) for SECONDS;
  *   shmpingpong  round trip of a cache line between two processes spinning
  *             on shared memory, median over ITERS.
+ *   cma       what a same-host transport can do with memory the peer did not
+ *             share (perftest's malloc'd buffers): process_vm_writev and
+ *             process_vm_readv of 64 KiB and 1 MiB into and out of a forked
+ *             child's private buffer, the same buffers every call as
+ *             ib_write_bw reuses its own; beside them memcpy of the same
+ *             sizes into a region both processes map (what UCX's posix and
+ *             sysv transports do with memory UCX allocated itself), and the
+ *             cost of one 2-byte process_vm_writev (the floor of a one-sided
+ *             small write into unshared memory). SECONDS are split between
+ *             the figures; each is the median of 5 timed batches.
  *
  * The receiving / echoing side is a forked child, so that the two ends are
  * two processes like two softrdma devices. Both sockets are bound before the
@@ -56,6 +67,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -715,14 +727,133 @@ static int run_shm_pingpong(const struct opts *o)
     return rc;
 }
 
+/* ---- copies into memory the peer did not share ------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+enum { CMA_BATCHES = 5 };
+
+/* Gb/s of one copy kind of len bytes, median of CMA_BATCHES batches of
+ * budget_ns / CMA_BATCHES each; 0 on a failed call. kind 0: memcpy from
+ * local to shared, 1: process_vm_writev, 2: process_vm_readv. */
+static double copy_rate(int kind, size_t len, pid_t peer, uint8_t *local, uint8_t *shared,
+                        uintptr_t remote, uint64_t budget_ns)
+{
+    double v[CMA_BATCHES];
+    struct iovec l = {local, len}, r = {(void *)remote, len};
+    for (int b = 0; b < CMA_BATCHES; b++) {
+        uint64_t t0 = now_ns(), end = t0 + budget_ns / CMA_BATCHES, t = t0, bytes = 0;
+        while (t < end) {
+            for (int i = 0; i < 8; i++) {
+                ssize_t got = (ssize_t)len;
+                if (kind == 0)
+                    memcpy(shared, local, len);
+                else if (kind == 1)
+                    got = process_vm_writev(peer, &l, 1, &r, 1, 0);
+                else
+                    got = process_vm_readv(peer, &l, 1, &r, 1, 0);
+                if (got != (ssize_t)len) {
+                    fprintf(stderr, "udpbench: process_vm_%s: %s\n", kind == 1 ? "writev" : "readv",
+                            strerror(errno));
+                    return 0;
+                }
+                bytes += len;
+            }
+            t = now_ns();
+        }
+        v[b] = (double)bytes * 8 / (double)(t - t0);
+    }
+    qsort(v, CMA_BATCHES, sizeof(v[0]), cmp_double);
+    return v[CMA_BATCHES / 2];
+}
+
+static int run_cma(const struct opts *o)
+{
+    enum { MAXLEN = 1 << 20 };
+    struct ctl {
+        uintptr_t buf;
+        volatile int ready;
+    };
+    struct ctl *c = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    uint8_t *shared = mmap(NULL, MAXLEN, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (c == MAP_FAILED || shared == MAP_FAILED)
+        return -1;
+    memset(shared, 1, MAXLEN);
+    c->ready = 0;
+    pid_t pid = fork();
+    if (pid == 0) { /* a passive peer: its private buffer, then wait to be killed */
+        uint8_t *own = malloc(MAXLEN);
+        if (!own)
+            _exit(1);
+        memset(own, 2, MAXLEN);
+        c->buf = (uintptr_t)own;
+        __atomic_store_n(&c->ready, 1, __ATOMIC_RELEASE);
+        uint64_t stop = now_ns() + (uint64_t)((o->seconds + CHILD_GRACE_S) * 1e9);
+        while (now_ns() < stop)
+            usleep(10000);
+        _exit(0);
+    }
+    if (pid < 0)
+        return -1;
+    uint8_t *mine = malloc(MAXLEN);
+    uint64_t wait_end = now_ns() + 2000000000ull;
+    while (!__atomic_load_n(&c->ready, __ATOMIC_ACQUIRE) && now_ns() < wait_end)
+        usleep(100);
+    int rc = -1;
+    if (mine && c->ready) {
+        memset(mine, 3, MAXLEN);
+        uint64_t slice = (uint64_t)(o->seconds * 1e9) / 7;
+        static const size_t lens[] = {65536, MAXLEN};
+        static const char *names[] = {"64k", "1m"};
+        rc = 0;
+        for (int i = 0; i < 2; i++) {
+            double m = copy_rate(0, lens[i], pid, mine, shared, c->buf, slice);
+            double w = copy_rate(1, lens[i], pid, mine, shared, c->buf, slice);
+            double r = copy_rate(2, lens[i], pid, mine, shared, c->buf, slice);
+            printf("shared_memcpy_%s_gbps %.2f\n", names[i], m);
+            printf("cma_write_%s_gbps %.2f\n", names[i], w);
+            printf("cma_read_%s_gbps %.2f\n", names[i], r);
+            rc |= w > 0 && r > 0 ? 0 : -1;
+        }
+        /* one 2-byte write: calls per slice, median of CMA_BATCHES */
+        double v[CMA_BATCHES];
+        struct iovec l = {mine, 2}, r = {(void *)c->buf, 2};
+        for (int b = 0; b < CMA_BATCHES && rc == 0; b++) {
+            uint64_t t0 = now_ns(), end = t0 + slice / CMA_BATCHES, t = t0, calls = 0;
+            while (t < end) {
+                for (int i = 0; i < 64; i++)
+                    if (process_vm_writev(pid, &l, 1, &r, 1, 0) != 2)
+                        rc = -1;
+                calls += 64;
+                t = now_ns();
+            }
+            v[b] = (double)(t - t0) / 1e3 / (double)calls;
+        }
+        if (rc == 0) {
+            qsort(v, CMA_BATCHES, sizeof(v[0]), cmp_double);
+            printf("cma_write_2b_us %.3f\n", v[CMA_BATCHES / 2]);
+        }
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    free(mine);
+    munmap(shared, MAXLEN);
+    munmap(c, 4096);
+    return rc;
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 static void usage(void)
 {
-    fprintf(
-        stderr,
-        "usage: srdma-udpbench [-m plain|gso|pingpong|pingack|pingackrx|memcpy|shmpingpong|all] "
-        "[-t SECONDS] [-a 127.x.y.z] [-n ITERS] [-s BYTES] [-S SEGMENT] [-g SEGMENTS]\n");
+    fprintf(stderr,
+            "usage: srdma-udpbench [-m "
+            "plain|gso|pingpong|pingack|pingackrx|memcpy|shmpingpong|cma|all] "
+            "[-t SECONDS] [-a 127.x.y.z] [-n ITERS] [-s BYTES] [-S SEGMENT] [-g SEGMENTS]\n");
 }
 
 int main(int argc, char **argv)
@@ -777,7 +908,7 @@ int main(int argc, char **argv)
     bool all = strcmp(o.mode, "all") == 0;
     if (!all && strcmp(o.mode, "plain") && strcmp(o.mode, "gso") && strcmp(o.mode, "pingpong") &&
         strcmp(o.mode, "pingack") && strcmp(o.mode, "pingackrx") && strcmp(o.mode, "memcpy") &&
-        strcmp(o.mode, "shmpingpong")) {
+        strcmp(o.mode, "shmpingpong") && strcmp(o.mode, "cma")) {
         usage();
         return 2;
     }
@@ -802,5 +933,7 @@ int main(int argc, char **argv)
         fails += run_memcpy(&o) != 0;
     if (all || !strcmp(o.mode, "shmpingpong"))
         fails += run_shm_pingpong(&o) != 0;
+    if (all || !strcmp(o.mode, "cma"))
+        fails += run_cma(&o) != 0;
     return fails ? 1 : 0;
 }
