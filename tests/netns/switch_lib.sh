@@ -7,9 +7,12 @@
 # sw_topology N: sets SW_NS (switch namespace), HOST_NS[i], SW_IF[i] and
 # HOST_ADDR[i], HOST_ADDR2[i]. Offloads off on the host ends: a GSO train or a frame whose
 # UDP checksum the kernel has yet to fill in would cross the switch as one
-# unforwardable blob or be dropped by the receiver's stack.
+# unforwardable blob or be dropped by the receiver's stack. SW_MTU (default
+# 1500) is every veth's MTU, both ends: 9000 makes jumbo links, on which
+# softrdma picks a 4096-byte path MTU itself (src/verbs/device.c) and the
+# switch forwards frames up to 9216 bytes.
 sw_topology() {
-  local n=$1 i
+  local n=$1 i mtu=${SW_MTU:-1500}
   [ "$(id -u)" -eq 0 ] || { echo "SKIP: not root"; exit $SKIP; }
   command -v ethtool >/dev/null || { echo "SKIP: no ethtool"; exit $SKIP; }
   SW_NS=srsw$$
@@ -29,6 +32,7 @@ sw_topology() {
     HOST_ADDR2[$i]=10.236.0.$((i + 101))
     ip -n "${HOST_NS[$i]}" addr add "${HOST_ADDR[$i]}/24" dev eth0 &&
       ip -n "${HOST_NS[$i]}" addr add "${HOST_ADDR2[$i]}/24" dev eth0 &&
+      ip -n "${HOST_NS[$i]}" link set eth0 mtu "$mtu" && ip -n "$SW_NS" link set "${SW_IF[$i]}" mtu "$mtu" &&
       ip -n "${HOST_NS[$i]}" link set lo up && ip -n "${HOST_NS[$i]}" link set eth0 up &&
       ip -n "$SW_NS" link set "${SW_IF[$i]}" up ||
       { echo "FAIL: cannot configure ${HOST_NS[$i]}"; exit 1; }
