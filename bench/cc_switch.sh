@@ -16,7 +16,9 @@
 # host the starts are hundreds of ms apart): the egress rate over the
 # bottleneck and Jain's index over the senders' rates; then the egress
 # queue's p99 (the switch's qp99) over Kmax, tail drops, marks, failed
-# perftests, and the clients' summed "BW average" as perftest reports it.
+# perftests, the clients' summed "BW average" as perftest reports it, and
+# lost_ms, the link time the egress lost with frames waiting (the switch
+# descheduled past its 20 ms catch-up: the bottleneck ran below its rate).
 # The table marks each issue #23 target met (Y) or not (n): egress >= 0.9
 # x bottleneck, Jain >= 0.95, queue p99 <= Kmax, 0 drops. Writes a CSV
 # (and a PNG when gnuplot is installed) under bench/results/. The switch
@@ -97,7 +99,7 @@ if [ "$nscc_extra" = auto ]; then
   nscc_extra=$(ccs_nscc_params "$rtt_us" "$wrtt_us" "$rate_mbps" "$SW_MTU")
   ccs_nscc_explain "$rtt_us" "$wrtt_us" "$SW_MTU" >&2
 fi
-echo "senders,cc,rep,window_s,egress_over_bottleneck,jain,qp99_over_kmax,drops,marks,failed,perftest_gbps,perftest_jain,met" >"$csv"
+echo "senders,cc,rep,window_s,egress_over_bottleneck,jain,qp99_over_kmax,drops,marks,failed,perftest_gbps,perftest_jain,lost_ms,met" >"$csv"
 
 # the SOFTRDMA_CC value for one algorithm: the line rate is the bottleneck's
 cc_spec() {
@@ -142,13 +144,15 @@ one() { # one N CC REP
     g=$(awk '$1 == 65536 { print $4 }' "$out/cli$i")
     gs+=("${g:-0}")
   done
-  local qp99 drops marks win
+  local qp99 drops marks win lost
   qp99=$(sw_counter "$out/sw" $rx qp99)
   drops=$(sw_counter "$out/sw" $rx drops)
   marks=$(sw_counter "$out/sw" $rx marks)
   win=$(python3 "$root/bench/cc_switch_win.py" "$out/stats.csv" "$n" "$rate_mbps")
+  # link time the egress lost with frames waiting (the switch descheduled)
+  lost=$(sed -n "s/^port $rx .* lost_ms=\([0-9.]*\).*/\1/p" "$out/sw")
   awk -v n="$n" -v cc="$cc" -v rep="$rep" -v r="$rate_mbps" -v q="${qp99:-0}" -v k=$kmax \
-    -v d="${drops:-0}" -v m="${marks:-0}" -v f=$fails -v gs="${gs[*]}" -v win="$win" 'BEGIN {
+    -v d="${drops:-0}" -v m="${marks:-0}" -v f=$fails -v gs="${gs[*]}" -v win="$win" -v lost="${lost:-0}" 'BEGIN {
       c = split(gs, g, " "); s = 0; s2 = 0
       for (i = 1; i <= c; i++) { s += g[i]; s2 += g[i] * g[i] }
       pj = s2 > 0 ? s * s / (c * s2) : 0
@@ -157,7 +161,7 @@ one() { # one N CC REP
       # the targets of issue #23 (a): goodput, fairness, queue, drops
       met = (eg >= 0.9 ? "Y" : "n") (w[3] >= 0.95 ? "Y" : "n") (qk <= 1 ? "Y" : "n") (d == 0 ? "Y" : "n")
       if (cc == "cap") { qk = 0; met = "-" }
-      printf "%d,%s,%d,%.1f,%.3f,%.3f,%.2f,%d,%d,%d,%.3f,%.3f,%s\n", n, cc, rep, w[1], eg, w[3], qk, d, m, f, s, pj, met
+      printf "%d,%s,%d,%.1f,%.3f,%.3f,%.2f,%d,%d,%d,%.3f,%.3f,%.1f,%s\n", n, cc, rep, w[1], eg, w[3], qk, d, m, f, s, pj, lost, met
     }' >>"$csv"
   tail -1 "$csv" >&2
   if [ -n "${CCS_KEEP:-}" ]; then
