@@ -3,17 +3,18 @@
 # share (sourced): the switch wrapper, the base-RTT measurement and the
 # DCQCN parameters derived from it.
 
-# ccs_swrun DIR BIN: writes DIR/swrun, the switch at nice -20 in a session
-# of its own whose autogroup is at nice -20 too. It stands for hardware:
-# on a loaded 2-core host at nice 0 it loses link time to the hosts it
-# connects and to other sessions (its clock catches up at most 20 ms,
-# docs/SWITCH.md), so the bottleneck would run below its rate. With
-# autogroups (sched_autogroup_enabled) a process's nice ranks it only
-# within its session: at nice -20 in the benchmark's own session the
-# switch still lost 711 ms of a 4 s saturated 1 Gb/s run (lost_ms) at load
-# average 18, in its own session at autogroup nice -20 none.
+# ccs_swrun DIR BIN: writes DIR/swrun, the switch at nice -20, in the
+# session of its own that sw_start gives it (tests/netns/switch_lib.sh),
+# whose autogroup is at nice -20 too. It stands for hardware: on a loaded
+# 2-core host it loses link time to the hosts it connects and to other
+# sessions (its clock catches up at most 20 ms, docs/SWITCH.md), so the
+# bottleneck would run below its rate. With autogroups
+# (sched_autogroup_enabled) a process's nice ranks it only within its
+# session: at nice -20 in the benchmark's own session the switch lost
+# 711 ms of a 4 s saturated 1 Gb/s run (lost_ms) at load average 18, in
+# its own session at autogroup nice -20 none.
 ccs_swrun() {
-  printf '#!/bin/sh\nexec setsid sh -c '"'"'echo -20 >/proc/self/autogroup 2>/dev/null; exec nice -n -20 "$0" "$@"'"'"' %s "$@"\n' "$2" >"$1/swrun"
+  printf '#!/bin/sh\nexec nice -n -20 %s "$@"\n' "$2" >"$1/swrun"
   chmod +x "$1/swrun"
 }
 
