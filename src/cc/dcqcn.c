@@ -32,7 +32,10 @@
  * With bdp_srtt the window's RTT is the smoothed RTT (RFC 6298), floored
  * at the configured base RTT: through srdma-switch a loaded host's round
  * trip is milliseconds, and a window from the base RTT alone caps the QP
- * at W / RTT, far below its rate and the link.
+ * at W / RTT, far below its rate and the link. The smoothed RTT carries
+ * the queue the QP builds, though, so the window then follows the queue
+ * instead of bounding it (measured there: a full buffer and drops), hence
+ * off by default (docs/CONGESTION.md, "Measured").
  */
 #include <string.h>
 
