@@ -13,21 +13,23 @@
 # series CSV per run and a PNG (rates over time) when gnuplot is there.
 # Root only. A benchmark, not a test.
 #
-# Environment: CCS_RATE (1G), CCS_BUFFER (256K), CCS_T (3 s), CCS_REPS (1),
-# CCS_INTERVAL_MS (100), CCS_ALGOS ("none dcqcn"), CCS_DCQCN ("auto", as
-# bench/cc_switch.sh), CCS_NSCC, CCS_BUILD (build).
+# Environment: CCS_RATE (1G), CCS_BUFFER (1M), CCS_MTU (9000), CCS_T (3 s),
+# CCS_REPS (1), CCS_INTERVAL_MS (100), CCS_ALGOS ("none dcqcn"), CCS_DCQCN
+# and CCS_NSCC ("auto": derived as in bench/cc_switch.sh), CCS_BUILD
+# (build). The defaults are bench/cc_switch.sh's bottleneck and settings.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/tests/netns/switch_lib.sh"
 . "$root/bench/cc_switch_lib.sh"
 rate=${CCS_RATE:-1G}
-buffer=${CCS_BUFFER:-256K}
+buffer=${CCS_BUFFER:-1M}
+export SW_MTU=${CCS_MTU:-9000}
 T=${CCS_T:-3}
 reps=${CCS_REPS:-1}
 ival=${CCS_INTERVAL_MS:-100}
 algos=${CCS_ALGOS:-"none dcqcn"}
 dcqcn_extra=${CCS_DCQCN-auto}
-nscc_extra=${CCS_NSCC-}
+nscc_extra=${CCS_NSCC-auto}
 build=${CCS_BUILD:-$root/build}
 lib=$build/lib
 swbin=$build/bin/srdma-switch
@@ -46,14 +48,20 @@ sw_topology 3
 rx=2
 ccs_swrun "$out" "$swbin"
 port=$((25000 + $$ % 1000))
-if [ "$dcqcn_extra" = auto ]; then
+rtt_us=
+if [ "$dcqcn_extra" = auto ] || [ "$nscc_extra" = auto ]; then
   sw_start "$out/swrun" "$out/sw" --rate "$rate" --buffer "$buffer"
   rtt_us=$(ccs_base_rtt_us "$out" $port "$lib")
-  wrtt_us=$(ccs_window_rtt_us "$rate_mbps" "$buf_b")
-  echo "# measured base RTT ${rtt_us} us; the window's ${wrtt_us} us" >&2
   sw_stop
   port=$((port + 1))
+fi
+wrtt_us=$(ccs_window_rtt_us "$rate_mbps" "$buf_b")
+if [ "$dcqcn_extra" = auto ]; then
   dcqcn_extra=$(ccs_dcqcn_params "$rtt_us" "$wrtt_us" "$rate_mbps")
+  ccs_dcqcn_explain "$rtt_us" "$wrtt_us" "$rate_mbps" "$buffer" >&2
+fi
+if [ "$nscc_extra" = auto ]; then
+  nscc_extra=$(ccs_nscc_params "$rtt_us" "$wrtt_us" "$rate_mbps" "$SW_MTU")
 fi
 cc_spec() {
   case $1 in
@@ -102,7 +110,7 @@ for ((rep = 1; rep <= reps; rep++)); do
     series+=("$s_csv")
   done
 done
-echo "# bench/cc_converge.sh: rate $rate, buffer $buffer (Kmin $kmin, Kmax $kmax B), T $T s, interval $ival ms, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# bench/cc_converge.sh: rate $rate, buffer $buffer (Kmin $kmin, Kmax $kmax B), MTU $SW_MTU, T $T s, interval $ival ms, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# dcqcn: ${dcqcn_extra:-defaults}; nscc: ${nscc_extra:-defaults}"
 column -s, -t "$csv"
 echo "csv: $csv"

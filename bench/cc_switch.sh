@@ -1,32 +1,53 @@
 #!/usr/bin/env bash
-# bench/cc_switch.sh: congestion control through srdma-switch. N sender
-# hosts (ib_write_bw -s 65536, UDP) into one receiver host, in network
-# namespaces, through one egress of RATE with a BUFFER and RED ECN marking
-# (Kmin = BUFFER/8, Kmax = BUFFER*3/4, Pmax 0.2), for N in CCS_SENDERS and
-# each of none, dcqcn, nscc (SOFTRDMA_CC; line_rate_mbps = RATE), the
-# settings interleaved per repetition. Per run: aggregate goodput over the
-# bottleneck (the clients' "BW average"), Jain's fairness index over the
-# senders' goodputs, the egress queue's p99 (the switch's qp99) over Kmax,
-# tail drops at the egress, failed perftests. Prints the table and writes
-# a CSV (and a PNG when gnuplot is installed) under bench/results/.
-# DCQCN runs with its window on and parameters for this bottleneck, derived
-# from a round trip measured first through the switch and from the buffer
-# (bench/cc_switch_lib.sh; printed with the table). The switch runs at
-# nice -20. Root only. A benchmark, not a test.
+# bench/cc_switch.sh: congestion control through srdma-switch (issue #23,
+# experiment (a)). N sender hosts (ib_write_bw -s 65536, UDP) into one
+# receiver host, in network namespaces, through one egress of RATE with a
+# BUFFER and RED ECN marking (Kmin = BUFFER/8, Kmax = BUFFER*3/4, Pmax
+# 0.2), for N in CCS_SENDERS and each of CCS_ALGOS, interleaved per
+# repetition:
+#   cap    no congestion control, no rate limit and a 4 MiB buffer: what
+#          the hosts and the switch move at this N in this run, the peer
+#          the bottleneck is judged against (cap / bottleneck < 1 means
+#          the hosts, not the bottleneck, were the limit);
+#   none, dcqcn, nscc   SOFTRDMA_CC with line_rate_mbps = RATE.
+# Per run, from the switch's stats CSV (100 ms intervals) over the window
+# in which every sender was running (bench/cc_switch_win.py; perftest's
+# own averages cover each sender's -D from its own start, and on a loaded
+# host the starts are hundreds of ms apart): the egress rate over the
+# bottleneck and Jain's index over the senders' rates; then the egress
+# queue's p99 (the switch's qp99) over Kmax, tail drops, marks, failed
+# perftests, the clients' summed "BW average" as perftest reports it, and
+# lost_ms, the link time the egress lost with frames waiting (the switch
+# descheduled past its 20 ms catch-up: the bottleneck ran below its rate).
+# The table marks each issue #23 target met (Y) or not (n): egress >= 0.9
+# x bottleneck, Jain >= 0.95, queue p99 <= Kmax, 0 drops. Writes a CSV
+# (and a PNG when gnuplot is installed) under bench/results/. The switch
+# runs at nice -20. Root only. A benchmark, not a test.
+#
+# The defaults are the run to make (about 10 minutes): jumbo links (MTU
+# 9000, so softrdma's path MTU is 4096 and a byte costs a quarter of the
+# frames it costs at 1500), a 1 Gb/s bottleneck (half of what one sender
+# moves through the switch on a quiet machine at that MTU; the cap rows
+# say whether it held), a 1 MiB buffer (8 ms at 1 Gb/s: a loaded host's
+# round trip is milliseconds), 1, 2, 4 and 8 senders, -D 6, 3 repetitions.
+# DCQCN's parameters are derived from a round trip measured first and
+# from the buffer (ccs_dcqcn_params in bench/cc_switch_lib.sh) and
+# printed with the table.
 #
 # Environment:
-#   CCS_RATE     egress rate (1G: one softrdma sender here moves 1-1.5
-#                Gb/s, so a 2G bottleneck would not be the limit)
-#   CCS_BUFFER   egress buffer (256K)
-#   CCS_SENDERS  sender counts ("1 2 4")
-#   CCS_SECS     perftest -D (3)
-#   CCS_REPS     repetitions (1)
+#   CCS_RATE     egress rate (1G)
+#   CCS_BUFFER   egress buffer (1M)
+#   CCS_MTU      every veth's MTU (9000; 1500 gives softrdma 1 KiB packets)
+#   CCS_SENDERS  sender counts ("1 2 4 8")
+#   CCS_SECS     perftest -D (6: on a loaded host 8 senders start up to
+#                2 s apart, and the window is the time all of them ran)
+#   CCS_REPS     repetitions (3)
 #   CCS_BUILD    build directory (build)
-#   CCS_ALGOS    the algorithms ("none dcqcn nscc")
+#   CCS_ALGOS    the rows ("cap none dcqcn nscc")
 #   CCS_DCQCN    extra dcqcn parameters (SOFTRDMA_CC syntax); "auto" (the
-#                default): from the base RTT measured first through the
-#                switch (ccs_dcqcn_params in bench/cc_switch_lib.sh)
-#   CCS_NSCC     extra nscc parameters
+#                default): derived (ccs_dcqcn_params)
+#   CCS_NSCC     extra nscc parameters; "auto" (the default): derived
+#                (ccs_nscc_params)
 #   CCS_KEEP     a directory to keep every run's perftest, softrdma
 #                (SOFTRDMA_STATS=1) and switch output in
 set -euo pipefail
@@ -34,13 +55,14 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/tests/netns/switch_lib.sh"
 . "$root/bench/cc_switch_lib.sh"
 rate=${CCS_RATE:-1G}
-buffer=${CCS_BUFFER:-256K}
-senders=${CCS_SENDERS:-"1 2 4"}
-secs=${CCS_SECS:-3}
-reps=${CCS_REPS:-1}
-algos=${CCS_ALGOS:-"none dcqcn nscc"}
+buffer=${CCS_BUFFER:-1M}
+export SW_MTU=${CCS_MTU:-9000}
+senders=${CCS_SENDERS:-"1 2 4 8"}
+secs=${CCS_SECS:-6}
+reps=${CCS_REPS:-3}
+algos=${CCS_ALGOS:-"cap none dcqcn nscc"}
 dcqcn_extra=${CCS_DCQCN-auto}
-nscc_extra=${CCS_NSCC-}
+nscc_extra=${CCS_NSCC-auto}
 build=${CCS_BUILD:-$root/build}
 lib=$build/lib
 swbin=$build/bin/srdma-switch
@@ -62,30 +84,40 @@ ccs_swrun "$out" "$swbin"
 rx=$maxn # the receiver host: the last one
 port=$((24000 + $$ % 1000))
 rtt_us=
-if [ "$dcqcn_extra" = auto ]; then
+if [ "$dcqcn_extra" = auto ] || [ "$nscc_extra" = auto ]; then
   sw_start "$out/swrun" "$out/sw" --rate "$rate" --buffer "$buffer"
   rtt_us=$(ccs_base_rtt_us "$out" $port "$lib")
-  wrtt_us=$(ccs_window_rtt_us "$rate_mbps" "$buf_b")
-  echo "# measured base RTT ${rtt_us} us; the window's ${wrtt_us} us" >&2
   sw_stop
   port=$((port + 1))
-  dcqcn_extra=$(ccs_dcqcn_params "$rtt_us" "$wrtt_us" "$rate_mbps")
-  echo "# dcqcn,$dcqcn_extra" >&2
 fi
-echo "senders,cc,rep,goodput_gbps,goodput_over_bottleneck,jain,qp99_bytes,qp99_over_kmax,drops,marks,failed" >"$csv"
+wrtt_us=$(ccs_window_rtt_us "$rate_mbps" "$buf_b")
+if [ "$dcqcn_extra" = auto ]; then
+  dcqcn_extra=$(ccs_dcqcn_params "$rtt_us" "$wrtt_us" "$rate_mbps")
+  ccs_dcqcn_explain "$rtt_us" "$wrtt_us" "$rate_mbps" "$buffer" >&2
+fi
+if [ "$nscc_extra" = auto ]; then
+  nscc_extra=$(ccs_nscc_params "$rtt_us" "$wrtt_us" "$rate_mbps" "$SW_MTU")
+  ccs_nscc_explain "$rtt_us" "$wrtt_us" "$SW_MTU" >&2
+fi
+echo "senders,cc,rep,window_s,egress_over_bottleneck,jain,qp99_over_kmax,drops,marks,failed,perftest_gbps,perftest_jain,lost_ms,met" >"$csv"
 
 # the SOFTRDMA_CC value for one algorithm: the line rate is the bottleneck's
 cc_spec() {
   case $1 in
-  none) echo none ;;
+  none | cap) echo none ;;
   dcqcn) echo "dcqcn,line_rate_mbps=$rate_mbps${dcqcn_extra:+,$dcqcn_extra}" ;;
   nscc) echo "nscc,line_rate_mbps=$rate_mbps${nscc_extra:+,$nscc_extra}" ;;
   esac
 }
 
 one() { # one N CC REP
-  local n=$1 cc=$2 rep=$3 i pids=() fails=0 g sum=0 sq=0
-  sw_start "$out/swrun" "$out/sw" --rate "$rate" --buffer "$buffer" --kmin $kmin --kmax $kmax --pmax 0.2
+  local n=$1 cc=$2 rep=$3 i pids=() fails=0 g
+  if [ "$cc" = cap ]; then
+    sw_start "$out/swrun" "$out/sw" --buffer 4M --stats-csv "$out/stats.csv" --stats-interval-ms 100
+  else
+    sw_start "$out/swrun" "$out/sw" --rate "$rate" --buffer "$buffer" --kmin $kmin --kmax $kmax \
+      --pmax 0.2 --stats-csv "$out/stats.csv" --stats-interval-ms 100
+  fi
   for ((i = 0; i < n; i++)); do
     ip -n "${HOST_NS[$rx]}" addr add "10.236.0.$((200 + i))/24" dev eth0 2>/dev/null || true
     ip netns exec "${HOST_NS[$rx]}" env SOFTRDMA_SHM=0 SOFTRDMA_STATS=1 SOFTRDMA_ADDR=10.236.0.$((200 + i)) \
@@ -112,16 +144,24 @@ one() { # one N CC REP
     g=$(awk '$1 == 65536 { print $4 }' "$out/cli$i")
     gs+=("${g:-0}")
   done
-  local qp99 drops marks
+  local qp99 drops marks win lost
   qp99=$(sw_counter "$out/sw" $rx qp99)
   drops=$(sw_counter "$out/sw" $rx drops)
   marks=$(sw_counter "$out/sw" $rx marks)
+  win=$(python3 "$root/bench/cc_switch_win.py" "$out/stats.csv" "$n" "$rate_mbps")
+  # link time the egress lost with frames waiting (the switch descheduled)
+  lost=$(sed -n "s/^port $rx .* lost_ms=\([0-9.]*\).*/\1/p" "$out/sw")
   awk -v n="$n" -v cc="$cc" -v rep="$rep" -v r="$rate_mbps" -v q="${qp99:-0}" -v k=$kmax \
-    -v d="${drops:-0}" -v m="${marks:-0}" -v f=$fails -v gs="${gs[*]}" 'BEGIN {
+    -v d="${drops:-0}" -v m="${marks:-0}" -v f=$fails -v gs="${gs[*]}" -v win="$win" -v lost="${lost:-0}" 'BEGIN {
       c = split(gs, g, " "); s = 0; s2 = 0
       for (i = 1; i <= c; i++) { s += g[i]; s2 += g[i] * g[i] }
-      j = s2 > 0 ? s * s / (c * s2) : 0
-      printf "%d,%s,%d,%.3f,%.3f,%.3f,%d,%.2f,%d,%d,%d\n", n, cc, rep, s, s * 1000 / r, j, q, q / k, d, m, f
+      pj = s2 > 0 ? s * s / (c * s2) : 0
+      split(win, w, ",")
+      eg = w[2] / r; qk = q / k
+      # the targets of issue #23 (a): goodput, fairness, queue, drops
+      met = (eg >= 0.9 ? "Y" : "n") (w[3] >= 0.95 ? "Y" : "n") (qk <= 1 ? "Y" : "n") (d == 0 ? "Y" : "n")
+      if (cc == "cap") { qk = 0; met = "-" }
+      printf "%d,%s,%d,%.1f,%.3f,%.3f,%.2f,%d,%d,%d,%.3f,%.3f,%.1f,%s\n", n, cc, rep, w[1], eg, w[3], qk, d, m, f, s, pj, lost, met
     }' >>"$csv"
   tail -1 "$csv" >&2
   if [ -n "${CCS_KEEP:-}" ]; then
@@ -137,9 +177,23 @@ for ((rep = 1; rep <= reps; rep++)); do
     done
   done
 done
-echo "# bench/cc_switch.sh: rate $rate, buffer $buffer (Kmin $kmin, Kmax $kmax B), -D $secs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# bench/cc_switch.sh: rate $rate, buffer $buffer (Kmin $kmin, Kmax $kmax B), MTU $SW_MTU, -D $secs, $reps repetitions, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# dcqcn: ${dcqcn_extra:-defaults}${rtt_us:+ (measured base RTT $rtt_us us)}; nscc: ${nscc_extra:-defaults}"
+echo "# cap: no cc, no rate limit (egress_over_bottleneck is what the hosts moved / RATE)"
+echo "# met: egress >= 0.9 x bottleneck, Jain >= 0.95, queue p99 <= Kmax, 0 drops (Y/n each)"
 column -s, -t "$csv"
+# medians over the repetitions
+awk -F, 'NR > 1 { k = $1 "," $2; n[k]++; e[k, n[k]] = $5; j[k, n[k]] = $6; q[k, n[k]] = $7; d[k, n[k]] = $8
+    if (!(k in seen)) { seen[k] = 1; order[++m] = k } }
+  function med(a, k, c,   i, x, y, t, v) {
+    for (i = 1; i <= c; i++) v[i] = a[k, i]
+    for (x = 1; x <= c; x++) for (y = x + 1; y <= c; y++) if (v[y] < v[x]) { t = v[x]; v[x] = v[y]; v[y] = t }
+    return c % 2 ? v[(c + 1) / 2] : (v[c / 2] + v[c / 2 + 1]) / 2 }
+  END { print "# medians: senders cc egress/bottleneck jain qp99/kmax drops met"
+    for (i = 1; i <= m; i++) { k = order[i]; c = n[k]; split(k, kk, ",")
+      eg = med(e, k, c); ja = med(j, k, c); qq = med(q, k, c); dd = med(d, k, c)
+      mt = kk[2] == "cap" ? "-" : (eg >= 0.9 ? "Y" : "n") (ja >= 0.95 ? "Y" : "n") (qq <= 1 ? "Y" : "n") (dd == 0 ? "Y" : "n")
+      printf "# %s %s %.3f %.3f %.2f %d %s\n", kk[1], kk[2], eg, ja, qq, dd, mt } }' "$csv"
 echo "csv: $csv"
 if command -v gnuplot >/dev/null; then
   png=${csv%.csv}.png
@@ -151,10 +205,10 @@ set multiplot layout 1,2
 set key left bottom
 set xlabel "senders"
 set ylabel "goodput / bottleneck"
-set yrange [0:1.1]
-plot for [c in "none dcqcn nscc"] "< grep ,".c.", $csv" using 1:5 with linespoints title c
+set yrange [0:*]
+plot for [c in "cap none dcqcn nscc"] "< grep ,".c.", $csv" using 1:5 with points title c
 set ylabel "Jain's fairness"
-plot for [c in "none dcqcn nscc"] "< grep ,".c.", $csv" using 1:6 with linespoints title c
+plot for [c in "none dcqcn nscc"] "< grep ,".c.", $csv" using 1:6 with points title c
 unset multiplot
 GP
   echo "png: $png"

@@ -3,10 +3,16 @@
 # share (sourced): the switch wrapper, the base-RTT measurement and the
 # DCQCN parameters derived from it.
 
-# ccs_swrun DIR BIN: writes DIR/swrun, the switch at nice -20. It stands for
-# hardware: on a loaded 2-core host at nice 0 it loses link time to the
-# hosts it connects (its clock catches up at most 20 ms, docs/SWITCH.md),
-# so the bottleneck would run below its rate.
+# ccs_swrun DIR BIN: writes DIR/swrun, the switch at nice -20, in the
+# session of its own that sw_start gives it (tests/netns/switch_lib.sh),
+# whose autogroup is at nice -20 too. It stands for hardware: on a loaded
+# 2-core host it loses link time to the hosts it connects and to other
+# sessions (its clock catches up at most 20 ms, docs/SWITCH.md), so the
+# bottleneck would run below its rate. With autogroups
+# (sched_autogroup_enabled) a process's nice ranks it only within its
+# session: at nice -20 in the benchmark's own session the switch lost
+# 711 ms of a 4 s saturated 1 Gb/s run (lost_ms) at load average 18, in
+# its own session at autogroup nice -20 none.
 ccs_swrun() {
   printf '#!/bin/sh\nexec nice -n -20 %s "$@"\n' "$2" >"$1/swrun"
   chmod +x "$1/swrun"
@@ -44,19 +50,55 @@ ccs_window_rtt_us() {
 # ccs_dcqcn_params RTT_US WINDOW_RTT_US RATE_MBPS: DCQCN's parameters for
 # this bottleneck. The published ones (DCQCN paper: N = 50 us, K = T =
 # 55 us, R_AI = line / 1000) assume round trips of a few microseconds at
-# 40-100 Gb/s; here the round trip is up to hundreds of microseconds, and a
-# CNP every 50 us would cut a QP several times before its first cut could
-# show in the queue. So: one CNP and at most one cut per round trip (N =
-# decrease interval = the measured RTT, within [50 us, WINDOW_RTT_US]), the
-# alpha and rate timers just longer (K = T = 1.1 N, as 55 us is to 50),
-# R_AI a 200th of the line (the paper's 40 Mb/s at 40 Gb/s would take
-# minutes to add up at 1 Gb/s with timers this long), R_HAI ten times that,
-# the window on (bdp_mult=2) with its base RTT WINDOW_RTT_US, a pacer bucket of 16 packets of
-# 1 KiB (a NIC thread cannot wake every 8 us, one packet's time at 1 Gb/s).
+# 40-100 Gb/s; here the round trip is up to milliseconds, and a CNP every
+# 50 us would cut a QP several times before its first cut could show in
+# the queue. So: one CNP and at most one cut per round trip (N = decrease
+# interval = the measured RTT, within [50 us, WINDOW_RTT_US]), the alpha
+# and rate timers just longer (K = T = 1.1 N, as 55 us is to 50), R_AI a
+# 200th of the line (the paper's 40 Mb/s at 40 Gb/s would take minutes to
+# add up at 1 Gb/s with timers this long), R_HAI ten times that; the
+# window on (bdp_mult=2) with its base RTT WINDOW_RTT_US, so that eight
+# QPs' windows fill the buffer and no more (drop-free by construction);
+# pace_line=1, the pacer standing in for a 1 Gb/s NIC port (a veth is as
+# fast as the CPU, so an unpaced QP at line rate bursts its window into
+# the queue at CPU speed); a pacer bucket of 64 KiB (a loaded host's NIC
+# thread wakes hundreds of microseconds late; 16 packets of 4 KiB).
 ccs_dcqcn_params() {
   awk -v r="$1" -v w="$2" -v l="$3" 'BEGIN {
     n = r < 50 ? 50 : r; if (n > w && w >= 50) n = w; k = int(n * 1.1 + 0.5)
     ai = int(l / 200); if (ai < 1) ai = 1
-    printf "bdp_mult=2,base_rtt_us=%d,cnp_interval_us=%d,decrease_interval_us=%d,alpha_timer_us=%d,rate_timer_us=%d,rai_mbps=%d,rhai_mbps=%d,pace_burst=16384\n",
+    printf "bdp_mult=2,base_rtt_us=%d,cnp_interval_us=%d,decrease_interval_us=%d,alpha_timer_us=%d,rate_timer_us=%d,rai_mbps=%d,rhai_mbps=%d,pace_line=1,pace_burst=65536\n",
       w, n, n, k, k, ai, 10 * ai }'
+}
+
+# ccs_dcqcn_explain RTT_US WINDOW_RTT_US RATE_MBPS BUFFER: the derivation,
+# printed with the table
+ccs_dcqcn_explain() {
+  awk -v r="$1" -v w="$2" -v l="$3" -v b="$4" 'BEGIN {
+    n = r < 50 ? 50 : r; if (n > w && w >= 50) n = w
+    printf "# dcqcn: measured base RTT %d us (2 x ib_write_lat typical through the switch)\n", r
+    printf "#   window 2 x %d Mb/s x %d us = %.0f KiB per QP = buffer %s / 8 (8 QPs fit)\n", l, w, 2 * l * w / 8 / 1024, b
+    printf "#   N = decrease interval = %d us (the RTT, in [50, %d]); K = T = 1.1 N; R_AI = line/200\n", n, w
+    printf "#   pace_line=1 (a veth is faster than the bottleneck), pace_burst 64 KiB\n" }'
+}
+
+# ccs_nscc_params RTT_US WINDOW_RTT_US RATE_MBPS LINK_MTU: nscc's, for the
+# same bottleneck. Its delay signal is the RTT sample less the base RTT,
+# and a softrdma sample carries the responder's ACK hold and the hosts'
+# wake-ups (docs/CONGESTION.md), so: the base RTT configured to the
+# measured one (the smallest sample of a loaded host is far below the
+# typical); the target the window's RTT (a queue of buffer/8 at the
+# line rate, above the hosts' delay floor measured first); the packet
+# size the path MTU the links give; windows of buffer/8 to start (8 QPs'
+# first round trips fit) and at most buffer/2; the pacer as dcqcn's.
+ccs_nscc_params() {
+  awk -v r="$1" -v w="$2" -v l="$3" -v m="$4" 'BEGIN {
+    mtu = m >= 4200 ? 4096 : (m >= 2200 ? 2048 : 1024)
+    b = 2 * l * w / 8   # bytes: buffer / 8
+    printf "base_rtt_us=%d,target_us=%d,mtu=%d,init_wnd=%d,max_wnd=%d,pace_line=1,pace_burst=65536\n",
+      (r > 0 ? r : 100), w, mtu, b, 4 * b }'
+}
+
+ccs_nscc_explain() {
+  printf '# nscc: base RTT %s us (measured), target %s us of queueing (buffer/8 at the line rate), MTU from link %s, init_wnd buffer/8, max_wnd buffer/2\n' "$1" "$2" "$3"
 }

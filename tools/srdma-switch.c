@@ -50,7 +50,8 @@ struct sw_stats {
     uint64_t marks, drops, flood;
     uint64_t qmax;
     uint64_t first_tx_ns, last_tx_ns; /* the busy span the rate is over */
-    uint64_t hist[SW_HIST_BUCKETS];   /* queue depth seen by each arrival */
+    uint64_t lost_ns; /* link time lost with frames waiting: stalls past SW_BURST_NS */
+    uint64_t hist[SW_HIST_BUCKETS]; /* queue depth seen by each arrival */
     uint64_t hist_cnt;
 };
 
@@ -422,8 +423,12 @@ static uint64_t sw_drain(struct sw *sw, int i, uint64_t now_ns)
         /* a late wake-up may catch up, a stall may not: past SW_BURST_NS
          * behind, the time is lost as on an idle link, so that no window
          * longer than that sees more than the rate */
-        if (p->next_tx_ns + SW_BURST_NS < now_ns)
+        if (p->next_tx_ns + SW_BURST_NS < now_ns) {
+            /* counted: a backlogged egress that loses time runs below its
+             * rate, and a benchmark must know its bottleneck did */
+            p->st.lost_ns += now_ns - SW_BURST_NS - p->next_tx_ns;
             p->next_tx_ns = now_ns - SW_BURST_NS;
+        }
         if (send(p->fd, fr->data, fr->len, 0) < 0) {
             if (errno == EAGAIN || errno == ENOBUFS)
                 return now_ns + 10000; /* the device is full: retry soon */
@@ -495,13 +500,14 @@ static void sw_print_stats(struct sw *sw, FILE *f)
         fprintf(f,
                 "port %d %s: rx_frames=%llu rx_bytes=%llu tx_frames=%llu tx_bytes=%llu "
                 "marks=%llu drops=%llu kernel_drops=%u flood=%llu qmax=%llu qp99=%llu "
-                "tx_gbps=%.3f\n",
+                "tx_gbps=%.3f lost_ms=%.1f\n",
                 i, p->name, (unsigned long long)p->st.rx_frames, (unsigned long long)p->st.rx_bytes,
                 (unsigned long long)p->st.tx_frames, (unsigned long long)p->st.tx_bytes,
                 (unsigned long long)p->st.marks, (unsigned long long)p->st.drops, ks.tp_drops,
                 (unsigned long long)p->st.flood, (unsigned long long)p->st.qmax,
                 (unsigned long long)sw_hist_p99(sw, &p->st),
-                busy > 0 ? (double)p->st.tx_bytes * 8 / busy / 1e9 : 0.0);
+                busy > 0 ? (double)p->st.tx_bytes * 8 / busy / 1e9 : 0.0,
+                (double)p->st.lost_ns / 1e6);
     }
     fflush(f);
 }

@@ -278,6 +278,7 @@ struct param {
 static const struct param params[] = {
     {"line_rate_mbps", -1, P_U64, CFG(line_rate_bps), 1000000, "Mb/s"},
     {"pace_burst", -1, P_U64, CFG(pace_burst), 1, "bytes"},
+    {"pace_line", -1, P_BOOL, CFG(pace_line), 1, "0 or 1"},
     {"cnp_interval_us", -1, P_U64, CFG(np.cnp_interval_ns), 1000, "us"},
     {"g", SR_CC_DCQCN, P_DBL, CFG(dcqcn.g), 1, "fraction, e.g. 1/256"},
     {"alpha_init", SR_CC_DCQCN, P_DBL, CFG(dcqcn.alpha_init), 1, "fraction"},
@@ -291,6 +292,7 @@ static const struct param params[] = {
     {"min_rate_mbps", SR_CC_DCQCN, P_U64, CFG(dcqcn.min_rate_bps), 1000000, "Mb/s"},
     {"bdp_mult", SR_CC_DCQCN, P_DBL, CFG(dcqcn.bdp_mult), 1, "factor"},
     {"base_rtt_us", SR_CC_DCQCN, P_U64, CFG(dcqcn.base_rtt_ns), 1000, "us"},
+    {"bdp_srtt", SR_CC_DCQCN, P_BOOL, CFG(dcqcn.bdp_srtt), 1, "0 or 1"},
     {"init_wnd", SR_CC_DCQCN, P_U64, CFG(dcqcn.init_wnd), 1, "bytes"},
     {"min_wnd", SR_CC_DCQCN, P_U64, CFG(dcqcn.min_wnd), 1, "bytes"},
     {"base_rtt_us", SR_CC_NSCC, P_U64, CFG(nscc.base_rtt_ns), 1000, "us"},

@@ -29,6 +29,13 @@
  * A configured base RTT (IRN and UET configure theirs) replaces the
  * smallest sample: on a loaded host a lucky sample can be a fifth of the
  * typical unloaded round trip, and would shrink the window below it.
+ * With bdp_srtt the window's RTT is the smoothed RTT (RFC 6298), floored
+ * at the configured base RTT: through srdma-switch a loaded host's round
+ * trip is milliseconds, and a window from the base RTT alone caps the QP
+ * at W / RTT, far below its rate and the link. The smoothed RTT carries
+ * the queue the QP builds, though, so the window then follows the queue
+ * instead of bounding it (measured there: a full buffer and drops), hence
+ * off by default (docs/CONGESTION.md, "Measured").
  */
 #include <string.h>
 
@@ -127,6 +134,10 @@ static void dcqcn_on_ack(struct sr_cc *cc, uint64_t acked_bytes, uint64_t rtt_ns
     struct sr_cc_dcqcn *d = dq(cc);
     if (rtt_ns && (!d->min_rtt_ns || rtt_ns < d->min_rtt_ns))
         d->min_rtt_ns = rtt_ns;
+    /* RFC 6298 2.2-2.3: the first sample is the estimate, then
+     * srtt += (sample - srtt) / 8. */
+    if (rtt_ns)
+        d->srtt_ns = d->srtt_ns ? d->srtt_ns - d->srtt_ns / 8 + rtt_ns / 8 : rtt_ns;
     (void)acked_bytes;
     (void)ecn_echo;
     (void)now_ns;
@@ -191,16 +202,28 @@ static uint64_t dcqcn_deadline(const struct sr_cc *cc)
     return d->alpha_deadline_ns < d->rate_deadline_ns ? d->alpha_deadline_ns : d->rate_deadline_ns;
 }
 
+static uint64_t bdp_bytes(const struct sr_cc_dcqcn *d, uint64_t rtt_ns)
+{
+    double w = d->p.bdp_mult * (double)d->rc_bps * (double)rtt_ns / 8e9;
+    return w > (double)d->p.min_wnd ? (uint64_t)w : d->p.min_wnd;
+}
+
 static uint64_t dcqcn_window(const struct sr_cc *cc)
 {
     const struct sr_cc_dcqcn *d = cdq(cc);
     if (d->p.bdp_mult <= 0)
         return 0; /* rate only: the engine's fixed window */
     uint64_t rtt = d->p.base_rtt_ns ? d->p.base_rtt_ns : d->min_rtt_ns;
+    if (d->p.bdp_srtt) {
+        /* The round trip the QP sees, never below a configured base RTT
+         * (sized to the buffer): only a longer round trip opens it. */
+        if (!d->srtt_ns)
+            return d->p.base_rtt_ns ? bdp_bytes(d, d->p.base_rtt_ns) : d->p.init_wnd;
+        rtt = d->srtt_ns > d->p.base_rtt_ns ? d->srtt_ns : d->p.base_rtt_ns;
+    }
     if (!rtt)
         return d->p.init_wnd;
-    double w = d->p.bdp_mult * (double)d->rc_bps * (double)rtt / 8e9;
-    return w > (double)d->p.min_wnd ? (uint64_t)w : d->p.min_wnd;
+    return bdp_bytes(d, rtt);
 }
 
 static uint64_t dcqcn_rate(const struct sr_cc *cc)
@@ -234,6 +257,11 @@ uint64_t sr_cc_dcqcn_target_bps(const struct sr_cc *cc)
 uint64_t sr_cc_dcqcn_base_rtt_ns(const struct sr_cc *cc)
 {
     return cc->ops == &sr_cc_dcqcn_ops ? cdq(cc)->min_rtt_ns : 0;
+}
+
+uint64_t sr_cc_dcqcn_srtt_ns(const struct sr_cc *cc)
+{
+    return cc->ops == &sr_cc_dcqcn_ops ? cdq(cc)->srtt_ns : 0;
 }
 
 /* ---- notification point ---- */

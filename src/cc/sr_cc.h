@@ -49,8 +49,13 @@ struct sr_cc_dcqcn_params {
      * window of its own (the engine's fixed window). */
     double bdp_mult;      /* 0 (no window); 2 through a shallow buffer */
     uint64_t base_rtt_ns; /* the BDP's RTT: 0 = the smallest RTT sample */
-    uint64_t init_wnd;    /* bytes before the first RTT sample: 0 = 32 KiB */
-    uint64_t min_wnd;     /* floor in bytes: 0 = 8 KiB */
+    /* The BDP's RTT is the smoothed RTT (RFC 6298 2.3's EWMA, gain 1/8),
+     * at least base_rtt_ns: a software host's round trip is scheduling
+     * more than path, and a window from a smaller one limits the QP to
+     * W / RTT below its rate. false: base_rtt_ns or the smallest sample. */
+    bool bdp_srtt;
+    uint64_t init_wnd; /* bytes before the first RTT sample: 0 = 32 KiB */
+    uint64_t min_wnd;  /* floor in bytes: 0 = 8 KiB */
 };
 
 /* NSCC-style window controller. 0 in a byte field means "derived from the
@@ -78,6 +83,11 @@ struct sr_cc_cfg {
     enum sr_cc_algo algo;
     uint64_t line_rate_bps;
     uint64_t pace_burst; /* the pacer's bucket in bytes (sr_cc_pacer); 0 = none */
+    /* Pace at the line rate too, as a NIC port of line_rate_bps would
+     * serialise: where the host's link is faster than the bottleneck
+     * (veths into srdma-switch) an unpaced QP at line rate sends at CPU
+     * speed. false: a QP at line rate is not paced (the link is the limit). */
+    bool pace_line;
     struct sr_cc_dcqcn_params dcqcn;
     struct sr_cc_nscc_params nscc;
     struct sr_cc_np_params np;
@@ -113,6 +123,7 @@ struct sr_cc_dcqcn {
     uint64_t bytes_since_event;
     uint32_t t_cnt, bc_cnt; /* timer and byte-counter events since the cut */
     uint64_t min_rtt_ns;    /* smallest RTT sample: the window's base RTT */
+    uint64_t srtt_ns;       /* smoothed RTT (bdp_srtt); 0 before a sample */
 };
 
 struct sr_cc_nscc {
@@ -198,6 +209,8 @@ uint64_t sr_cc_rate_bps(const struct sr_cc *cc);
 double sr_cc_dcqcn_alpha(const struct sr_cc *cc);
 uint64_t sr_cc_dcqcn_target_bps(const struct sr_cc *cc);
 uint64_t sr_cc_dcqcn_base_rtt_ns(const struct sr_cc *cc);
+/* DCQCN's smoothed RTT (0 before a sample, or for another algorithm). */
+uint64_t sr_cc_dcqcn_srtt_ns(const struct sr_cc *cc);
 
 /* ---- pacing, shared by the algorithms ---- */
 

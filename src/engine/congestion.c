@@ -31,9 +31,11 @@ bool sr_cong_gate(struct sr_qp *qp, const struct sr_swqe *w, uint64_t now_ns)
     c->tx_mark = qp->eng->stats.tx_bytes;
     /* At the line rate the link (or the host) is the limit: pacing there
      * would only add a deadline per packet. DCQCN sits there until its
-     * first CNP and again once it has recovered. */
+     * first CNP and again once it has recovered. With pace_line the host's
+     * link is faster than line_rate (veths into srdma-switch), so the pacer
+     * stands in for the NIC port's serialisation. */
     uint64_t rate = sr_cc_rate_bps(&c->cc);
-    if (!rate || rate >= qp->eng->cc.line_rate_bps) {
+    if (!rate || (rate >= qp->eng->cc.line_rate_bps && !qp->eng->cc.pace_line)) {
         c->pace_at = 0;
         return false;
     }

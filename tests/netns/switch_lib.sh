@@ -7,9 +7,12 @@
 # sw_topology N: sets SW_NS (switch namespace), HOST_NS[i], SW_IF[i] and
 # HOST_ADDR[i], HOST_ADDR2[i]. Offloads off on the host ends: a GSO train or a frame whose
 # UDP checksum the kernel has yet to fill in would cross the switch as one
-# unforwardable blob or be dropped by the receiver's stack.
+# unforwardable blob or be dropped by the receiver's stack. SW_MTU (default
+# 1500) is every veth's MTU, both ends: 9000 makes jumbo links, on which
+# softrdma picks a 4096-byte path MTU itself (src/verbs/device.c) and the
+# switch forwards frames up to 9216 bytes.
 sw_topology() {
-  local n=$1 i
+  local n=$1 i mtu=${SW_MTU:-1500}
   [ "$(id -u)" -eq 0 ] || { echo "SKIP: not root"; exit $SKIP; }
   command -v ethtool >/dev/null || { echo "SKIP: no ethtool"; exit $SKIP; }
   SW_NS=srsw$$
@@ -29,6 +32,7 @@ sw_topology() {
     HOST_ADDR2[$i]=10.236.0.$((i + 101))
     ip -n "${HOST_NS[$i]}" addr add "${HOST_ADDR[$i]}/24" dev eth0 &&
       ip -n "${HOST_NS[$i]}" addr add "${HOST_ADDR2[$i]}/24" dev eth0 &&
+      ip -n "${HOST_NS[$i]}" link set eth0 mtu "$mtu" && ip -n "$SW_NS" link set "${SW_IF[$i]}" mtu "$mtu" &&
       ip -n "${HOST_NS[$i]}" link set lo up && ip -n "${HOST_NS[$i]}" link set eth0 up &&
       ip -n "$SW_NS" link set "${SW_IF[$i]}" up ||
       { echo "FAIL: cannot configure ${HOST_NS[$i]}"; exit 1; }
@@ -44,12 +48,20 @@ sw_del() {
 }
 
 # sw_start BIN OUT ARGS...: the switch on every port, its stdout in OUT;
-# waits until it reports its ports up (at most 5 s). Sets SW_PID.
+# waits until it reports its ports up (at most 5 s). Sets SW_PID. The
+# switch runs in a session of its own whose autogroup is at nice -20: it
+# stands for hardware, and with scheduler autogroups a loaded machine's
+# other sessions otherwise take its link time (its lost_ms counter; at
+# load average 15 to 18 a 100 Mb/s egress lost 69 ms of 6 s and fell to
+# 94-96 Mb/s). setsid does not fork here (a background job of a script is
+# no process group leader), so SW_PID is the switch.
 sw_start() {
   local bin=$1 o=$2 i ports=() _
   shift 2
   for i in "${!SW_IF[@]}"; do ports+=(--port "${SW_IF[$i]}"); done
-  ip netns exec "$SW_NS" "$bin" "${ports[@]}" --duration 120 "$@" >"$o" 2>"$o.err" &
+  # shellcheck disable=SC2016
+  ip netns exec "$SW_NS" setsid sh -c 'echo -20 >/proc/self/autogroup 2>/dev/null; exec "$0" "$@"' \
+    "$bin" "${ports[@]}" --duration 120 "$@" >"$o" 2>"$o.err" &
   SW_PID=$!
   for _ in $(seq 50); do
     grep -q "ports up" "$o.err" && return 0

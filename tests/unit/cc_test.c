@@ -340,6 +340,45 @@ static void test_dcqcn_window(void)
     SR_CHECK_EQ(sr_cc_window_bytes(&cc), 0);
 }
 
+/* bdp_srtt: the window's RTT is the smoothed RTT (RFC 6298 2.2-2.3:
+ * first sample, then 7/8 old + 1/8 new), floored at the configured base
+ * RTT: a round trip longer than the base opens the window, a shorter one
+ * does not close it below the base's. */
+static void test_dcqcn_window_srtt(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    dcqcn_cfg(&cfg);
+    cfg.dcqcn.bdp_mult = 2;
+    cfg.dcqcn.bdp_srtt = true;
+    cfg.dcqcn.base_rtt_ns = 10 * US;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    /* before a sample: the base's, 2 x 40 Gb/s x 10 us */
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 100000);
+    sr_cc_on_ack(&cc, 4096, 80 * US, false, 100 * US);
+    SR_CHECK_EQ(sr_cc_dcqcn_srtt_ns(&cc), 80 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 800000);
+    sr_cc_on_ack(&cc, 4096, 16 * US, false, 200 * US); /* 80 - 10 + 2 */
+    SR_CHECK_EQ(sr_cc_dcqcn_srtt_ns(&cc), 72 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 720000);
+    for (int i = 0; i < 100; i++)
+        sr_cc_on_ack(&cc, 4096, 2 * US, false, (300 + (uint64_t)i) * US);
+    SR_CHECK(sr_cc_dcqcn_srtt_ns(&cc) < 3 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 100000); /* the base's floor */
+    /* no base RTT: init_wnd before a sample, then the srtt alone */
+    cfg.dcqcn.base_rtt_ns = 0;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 32 * 1024);
+    sr_cc_on_ack(&cc, 4096, 40 * US, false, 100 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 400000);
+    /* without bdp_srtt the same samples leave the smallest one's window */
+    cfg.dcqcn.bdp_srtt = false;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    sr_cc_on_ack(&cc, 4096, 40 * US, false, 100 * US);
+    sr_cc_on_ack(&cc, 4096, 400 * US, false, 200 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 400000);
+}
+
 /* ---- NSCC-style window ---- */
 
 static void nscc_cfg(struct sr_cc_cfg *cfg)
@@ -818,6 +857,14 @@ static void test_parse_valid(void)
     SR_CHECK(close_to(d.dcqcn.bdp_mult, 3));
     SR_CHECK_EQ(d.nscc.init_wnd, 0);
     SR_CHECK_EQ(d.pace_burst, 8192);
+    SR_CHECK(!d.pace_line && !d.dcqcn.bdp_srtt);
+    struct sr_cc_cfg e = {0};
+    SR_CHECK_EQ(sr_cc_parse("dcqcn,pace_line=1,bdp_srtt=1", &e, err, sizeof(err)), 0);
+    SR_CHECK(e.pace_line && e.dcqcn.bdp_srtt);
+    SR_CHECK_EQ(sr_cc_parse("nscc,pace_line=1", &e, err, sizeof(err)), 0);
+    SR_CHECK(e.pace_line);
+    SR_CHECK(sr_cc_parse("dcqcn,pace_line=2", &e, err, sizeof(err)) < 0);
+    SR_CHECK(sr_cc_parse("nscc,bdp_srtt=1", &e, err, sizeof(err)) < 0);
     struct sr_cc dc;
     SR_CHECK_EQ(sr_cc_init(&dc, &d, 0), 0);
     SR_CHECK_EQ(dc.pacer.burst_bytes, 8192);
@@ -891,6 +938,7 @@ int main(void)
     SR_RUN(test_dcqcn_release_and_lazy_alpha);
     SR_RUN(test_dcqcn_min_rate);
     SR_RUN(test_dcqcn_window);
+    SR_RUN(test_dcqcn_window_srtt);
     SR_RUN(test_np_cnp_spacing);
     SR_RUN(test_nscc_below_target);
     SR_RUN(test_nscc_above_target);

@@ -257,6 +257,42 @@ static void test_unpaced_at_line_rate(void)
     fix_close(&f);
 }
 
+/* pace_line: the host's link is faster than line_rate (veths into
+ * srdma-switch), so a QP at line rate is paced there too, as the NIC
+ * port would serialise: 64 packets of 1 KiB at 10 Gb/s, each at its
+ * slot (within 1 ns), the whole message at the line rate. */
+static void test_pace_line(void)
+{
+    struct sr_cc_cfg cfg;
+    cc_spec(&cfg, "dcqcn,pace_line=1");
+    struct eng_fix f;
+    open_pair(&f, &cfg, 1024);
+    f.h.now = 1000;
+    SR_CHECK_EQ(sr_qp_cc_rate_bps(f.pr.qp[0]), 10000000000ull);
+    SR_CHECK(write_through(&f, 64 * 1024, 1000 * US, 2));
+    uint32_t n = 0;
+    double slot_ps = 0;
+    uint64_t t0 = 0, last = 0, max_err = 0;
+    for (uint32_t i = 0; i < tap_cnt; i++) {
+        const struct tap_rec *r = &tap[i];
+        if (!is_data(r))
+            continue;
+        if (n == 0) {
+            t0 = r->at;
+        } else {
+            uint64_t want = t0 + (uint64_t)((slot_ps + 999.0) / 1000.0);
+            max_err = SR_MAX(max_err, r->at > want ? r->at - want : want - r->at);
+        }
+        slot_ps += (double)(r->len + 28) * 8 * 1e12 / 1e10;
+        last = r->at;
+        n++;
+    }
+    SR_CHECK_EQ(n, 64);
+    SR_CHECK(max_err <= 1);
+    SR_CHECK(last - t0 > 63 * 1024 * 8 / 10); /* > 52 us: not back to back */
+    fix_close(&f);
+}
+
 /* DCQCN's window in the engine: before any RTT sample a QP puts init_wnd
  * (32 KiB: 32 packets at a 1 KiB MTU) in flight, not the engine's 2048
  * packets, and asks for an ACK every half window (packets 16 and 32), so
@@ -672,6 +708,7 @@ int main(void)
 {
     SR_RUN(test_pacing_deadlines);
     SR_RUN(test_unpaced_at_line_rate);
+    SR_RUN(test_pace_line);
     SR_RUN(test_dcqcn_window);
     SR_RUN(test_cnp_cut_and_recovery);
     SR_RUN(test_cnp_without_cc);
