@@ -232,7 +232,14 @@ void sr_ooo_send_sack(struct sr_qp *qp)
     /* bits [0, top): the PSNs from base up to the highest one held */
     int32_t reach = sr_psn_diff(o->hi, base);
     uint32_t top = reach <= 0 ? 0 : SR_MIN((uint32_t)reach, SR_MIN(o->win - 1, SR_SACK_MAX_BITS));
-    for (uint32_t j = 0; j * 64 < SR_MAX(top, 1u); j++) {
+    /* A power of two of words, the bits past top clear: SACKs then come
+     * in six lengths, not 32, so the driver's per-length ICRC terms and
+     * its same-length trains (src/drivers/udp) serve them, where one
+     * length per SACK made it recompute its terms for most datagrams. */
+    uint32_t words = 1;
+    while (words * 64 < top)
+        words <<= 1;
+    for (uint32_t j = 0; j < words; j++) {
         uint64_t v = held_word(o, base + j * 64);
         uint32_t left = top - j * 64;
         if (top <= j * 64)
@@ -250,7 +257,7 @@ void sr_ooo_send_sack(struct sr_qp *qp)
     p.aeth.syndrome = SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT;
     p.aeth.msn = qp->resp.msn & SR_PSN_MASK;
     p.sack.base_psn = base;
-    p.payload_len = SR_MAX(1u, (top + 63) / 64) * 8;
+    p.payload_len = words * 8;
     struct sr_iov iov = {.base = bm, .len = p.payload_len};
     e->stats.sacks_sent++;
     o->since_sack = 0;
