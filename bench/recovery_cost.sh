@@ -23,7 +23,8 @@
 # run. A NIC thread that spins while waiting counts too: on a host where the
 # peer needs the core, that is a cost as well.
 # With several builds (RC_BUILDS), every repetition runs each build's pair in
-# turn, so an A/B of two builds sees the same load drift.
+# turn, so an A/B of two builds sees the same load drift, and the table ends
+# with each build's figures over the first build's, per repetition.
 # A benchmark, not a test: never part of ctest.
 #
 #   bench/recovery_cost.sh [--quick]
@@ -197,6 +198,24 @@ for bi in "${!builds[@]}"; do
   done
   for k in sacks_sent ooo_stored ooo_placed ooo_drained retransmits; do
     printf '%-28s %-26s %s\n' "$k / 1000 pkts" "-" "$(vals $k "$bi" 1 | cell %.2f)"
+  done
+done
+# xratios KEY B P: per repetition, build B over build 0 under profile P
+xratios() {
+  awk -v k="$1" -v b="$2" -v p="$3" '$1 == k && $3 == p && ($2 == b || $2 == 0) { v[$2, $4] = $5; r[$4] = 1 }
+    END { for (i in r) if (((b, i) in v) && ((0, i) in v) && v[0, i] > 0) print v[b, i] / v[0, i] }' "$raw"
+}
+for ((bi = 1; bi < ${#builds[@]}; bi++)); do
+  echo
+  echo "build ${builds[$bi]} over ${builds[0]}, per repetition"
+  printf '%-28s %-26s %s\n' figure lossless lossy
+  for k in gbps nspb_srv nspb_cli; do
+    case $k in
+    gbps) name="goodput" ;;
+    nspb_srv) name="server CPU ns / byte" ;;
+    nspb_cli) name="client CPU ns / byte" ;;
+    esac
+    printf '%-28s %-26s %s\n' "$name" "$(xratios $k "$bi" 0 | cell %.3f)" "$(xratios $k "$bi" 1 | cell %.3f)"
   done
 done
 echo
