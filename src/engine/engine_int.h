@@ -291,6 +291,8 @@ struct sr_engine {
     uint64_t ooo_bytes;        /* held by every QP's out-of-order store (ooo.c) */
     uint8_t *sack_ring;        /* SACK bitmaps in flight to the driver (ooo.c) */
     uint32_t sack_ring_at;     /* the next one to use */
+    /* the out-of-order stores' slots, in use and free (ooo.c) */
+    struct sr_ooo_pool *ooo_pool;
 };
 
 /* Before the engine writes registered memory: queued packets whose payload

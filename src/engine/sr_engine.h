@@ -456,6 +456,8 @@ struct sr_engine_stats {
     uint64_t ooo_overflow;   /* not kept (window or memory full): sequence NAK as standard */
     uint64_t ooo_placed;     /* out-of-order WRITE pieces written at once, kept as headers only */
     uint64_t ooo_peak_bytes; /* the most the device's stores held at once (payload and slots) */
+    /* slots the device's out-of-order pool took from the allocator (ooo.c) */
+    uint64_t ooo_slot_allocs;
     /* the ECN echo between SACK peers (docs/WIRE.md): responses sent with
      * ECE, and responses received with it */
     uint64_t ece_sent, ece_rcvd;

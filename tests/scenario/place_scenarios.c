@@ -370,6 +370,57 @@ static void test_sacks_per_hole(void)
     }
 }
 
+/* The store's slots come from a per-device pool (ooo.c). Two bursts of
+ * 64 WRITEs of 64 KiB, 12 holes in each (a burst's resends queue behind
+ * the rest of it, so a burst's kept requests are all held at once): the
+ * second burst takes no slot from the allocator, reusing the first's.
+ * And a budget of two payload slots (cfg.ooo_bytes) bounds what is kept,
+ * the rest falling back to sequence NAKs, the data intact. */
+static void test_pool(void)
+{
+    static uint32_t off[24];
+    for (int i = 0; i < 24; i++)
+        off[i] = 37 + 80 * (uint32_t)(i % 12) + 1024 * (uint32_t)(i / 12);
+    for (int budget = 0; budget < 2; budget++) {
+        set_ctx("pool", (uint64_t)budget);
+        struct drops d = {1000, off, 24};
+        uint64_t cap = budget ? 2 * (4 * KIB + 512) : 0;
+        struct scn s;
+        sack_init(&s, (struct scn_cfg){.seed = 1,
+                                       .retry_cnt = 7,
+                                       .mtu = 4096,
+                                       .delay_ns = 50000,
+                                       .psn = {1000, 1},
+                                       .ooo_bytes = cap,
+                                       .filter = drop_listed,
+                                       .filter_arg = &d});
+        struct sr_engine_stats st1, st;
+        writes(&s, 64, 64 * KIB); /* 1024 packets, data and completions checked */
+        stats1(&s, &st1);
+        writes(&s, 64, 64 * KIB);
+        stats1(&s, &st);
+        uint64_t kept1 = st1.ooo_stored + st1.ooo_placed, kept = st.ooo_stored + st.ooo_placed;
+        printf("pool (budget %" PRIu64 "): kept %" PRIu64 " then %" PRIu64 " (%" PRIu64
+               " copies), slots allocated %" PRIu64 " then %" PRIu64 ", peak %" PRIu64
+               " bytes, %" PRIu64 " not kept\n",
+               cap, kept1, kept - kept1, st.ooo_stored, st1.ooo_slot_allocs, st.ooo_slot_allocs,
+               st.ooo_peak_bytes, st.ooo_overflow);
+        SR_CHECK_EQ(s.dropped[0], 24);
+        SR_CHECK_EQ(st.ooo_drained, kept);
+        if (!budget) {
+            SR_CHECK(kept1 >= 12 * 20 && kept - kept1 >= 12 * 20);
+            SR_CHECK_EQ(st.ooo_overflow, 0);
+            SR_CHECK(st1.ooo_slot_allocs <= kept1);
+            SR_CHECK_EQ(st.ooo_slot_allocs, st1.ooo_slot_allocs); /* reused, none new */
+        } else {
+            SR_CHECK(st.ooo_overflow > 0);
+            SR_CHECK(st.ooo_stored > 0);
+            SR_CHECK(st.ooo_peak_bytes <= cap);
+        }
+        scn_fini(&s);
+    }
+}
+
 int main(void)
 {
     SR_RUN(test_holes);
@@ -378,5 +429,6 @@ int main(void)
     SR_RUN(test_dereg_mid_hole);
     SR_RUN(test_rewrites);
     SR_RUN(test_sacks_per_hole);
+    SR_RUN(test_pool);
     return SR_TEST_RESULT();
 }

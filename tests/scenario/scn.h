@@ -81,6 +81,8 @@ struct scn_cfg {
      * that replies (sr_engine_hold_acks), as the verbs device runs; 0: none */
     uint64_t ack_delay_ns;
     bool trains; /* sr_engine_cfg.trains: RDMA WRITEs go as WRITE ONLY pieces */
+    /* sr_engine_cfg.ooo_bytes of both nodes; 0: the default */
+    uint64_t ooo_bytes;
 };
 
 struct scn_pkt {
@@ -284,6 +286,7 @@ static void scn_init(struct scn *s, const struct scn_cfg *c)
                                    .window_pkts = c->window_pkts,
                                    .ack_delay_ns = c->ack_delay_ns,
                                    .sack = c->sack[i],
+                                   .ooo_bytes = c->ooo_bytes,
                                    .trains = c->trains};
         scn_gid(ec.gid, i);
         SR_CHECK_EQ(sr_engine_create(&ec, &s->eng[i]), 0);
