@@ -76,6 +76,10 @@ struct sc_shm_hdr {
      * op), written before the step: a peer reads it once it sees step t,
      * when no rank can be past step t + 1. */
     uint64_t tag[4];
+    /* The CPU the rank last waited on (sched_getcpu at the start of each
+     * wait): a waiter that finds the rank it waits for on its own CPU
+     * gives that CPU up rather than spin (sc_shm wait). */
+    _Atomic int32_t cpu;
 };
 
 struct sc_shm {
@@ -247,6 +251,7 @@ srcclResult_t sc_shm_open(srcclComm_t c, struct sc_wire_rank *mine)
     h->total_len = s->total_len;
     atomic_store(&h->step, 0);
     atomic_store(&h->sleepers, 0);
+    atomic_store(&h->cpu, -1);
     atomic_store_explicit(&h->magic, SC_SHM_MAGIC, memory_order_release);
     mine->shm_tag = tag;
     mine->shm_loop_len = (uint32_t)s->loop_len;
@@ -414,6 +419,7 @@ static srcclResult_t wait_all(srcclComm_t c, uint32_t target, const char *what, 
     int n = c->nranks, me = c->rank, k = (me + 1) % n;
     uint64_t deadline = 0, start = 0, spin_end = 0, live_at = 0;
     bool flushed = false;
+    int cpu = -1;
     for (;;) {
         uint32_t v = 0;
         int left = n - 1;
@@ -429,6 +435,8 @@ static srcclResult_t wait_all(srcclComm_t c, uint32_t target, const char *what, 
             return tag ? check_tags(c, target, tag) : srcclSuccess;
         uint64_t now = sc_now_ns();
         if (!deadline) {
+            cpu = sched_getcpu();
+            atomic_store_explicit(&hdr(s, me)->cpu, cpu, memory_order_relaxed);
             start = now;
             deadline = now + c->cfg.timeout_ns;
             spin_end = now + s->spin_ns;
@@ -458,7 +466,11 @@ static srcclResult_t wait_all(srcclComm_t c, uint32_t target, const char *what, 
                            "dead, hung, or not calling the same collective",
                            (unsigned long long)c->ops, (double)c->cfg.timeout_ns / 1e9, what, k);
         if (now < spin_end) {
-            if (c->spin_yield || now - start >= 5000)
+            /* A peer last seen waiting on our CPU is likely queued behind
+             * us there (wake-affine placement pulls a woken rank onto its
+             * waker's CPU): spinning would only delay it. */
+            if (c->spin_yield || now - start >= 5000 ||
+                (cpu >= 0 && atomic_load_explicit(&hdr(s, k)->cpu, memory_order_relaxed) == cpu))
                 sched_yield();
             else
                 cpu_relax();
