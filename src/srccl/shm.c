@@ -466,6 +466,9 @@ static srcclResult_t wait_all(srcclComm_t c, uint32_t target, const char *what, 
                            "dead, hung, or not calling the same collective",
                            (unsigned long long)c->ops, (double)c->cfg.timeout_ns / 1e9, what, k);
         if (now < spin_end) {
+            int at = sched_getcpu(); /* the scheduler may have moved us */
+            if (at != cpu)
+                atomic_store_explicit(&hdr(s, me)->cpu, cpu = at, memory_order_relaxed);
             /* A peer last seen waiting on our CPU is likely queued behind
              * us there (wake-affine placement pulls a woken rank onto its
              * waker's CPU): spinning would only delay it. */
@@ -492,6 +495,8 @@ static srcclResult_t wait_all(srcclComm_t c, uint32_t target, const char *what, 
         if (atomic_load_explicit(&h->step, memory_order_seq_cst) == v) {
             s->sleeps++;
             s->naps += futex_sleep(&h->step, v, SC_MIN(deadline - now, live_at - now));
+            /* Woken, we may be on the waker's CPU now (wake-affine). */
+            atomic_store_explicit(&hdr(s, me)->cpu, cpu = sched_getcpu(), memory_order_relaxed);
         }
         atomic_fetch_sub_explicit(&h->sleepers, 1, memory_order_seq_cst);
     }
