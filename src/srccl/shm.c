@@ -95,6 +95,7 @@ struct sc_shm {
     uint64_t calls;      /* collectives run here, for SRCCL_DEBUG */
     uint64_t sleeps;     /* waits that slept on a futex */
     uint64_t naps;       /* ... of which ran to their timeout */
+    bool one_cpu;        /* this process may run on one CPU only (bound) */
     bool blocked;        /* a queued collective waits on a peer's step */
     int wait_peer;       /* ... this one */
     uint32_t wait_value; /* ... whose step was this */
@@ -323,19 +324,29 @@ srcclResult_t sc_shm_connect(srcclComm_t c, const uint8_t *all, size_t rec_len)
      * call (measured: 65 us per 8 B all-reduce with a 50 us spin at 2
      * ranks on a loaded machine, 0.5 us otherwise). So 200 us, and 1 ms
      * with more ranks than CPUs (a turn of the CPUs among the waiters is
-     * cheaper than a wake-up), as the QP path (transport.c). After the
-     * first 5 us the spin yields the CPU between polls: a rank that waits
-     * gives way to whatever may run, the awaited peer first of all
-     * (measured at 2 ranks with the machine's load average at 12: 8 B in
-     * 8.4 us so, in 515 us with a spin that never yields). */
+     * cheaper than a wake-up), as the QP path (transport.c).
+     * The spin yields the CPU between polls where the awaited peer may be
+     * waiting for that CPU: always with more ranks than CPUs; at once when
+     * the peer last stored our CPU as its own; and, in an unbound
+     * process, after the first 5 us (the scheduler's wake-affine placement
+     * puts two ranks that wake each other on one CPU, where a spin that
+     * never yields measured 515 us per 8 B all-reduce against 8.4 us).
+     * A process bound to one CPU (srccl-run's default, mpirun's) does not
+     * yield to a peer on another CPU: that would only hand its CPU to
+     * other processes for a time slice (256 KiB all-reduce at 2 ranks,
+     * load average 6: 68 us median without, 415 us with that yield). */
+#ifdef __linux__
+    cpu_set_t set;
+    s->one_cpu = !sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) == 1;
+#endif
     s->spin_ns = c->cfg.shm_spin_ns != UINT64_MAX ? c->cfg.shm_spin_ns
                  : c->spin_yield                  ? 1000000ull
                                                   : 200000ull;
     sc_debug(c,
              "shared-memory path: %zu bytes per rank (%zu per loop, %zu small x 2), spin %llu "
-             "us%s",
+             "us%s%s",
              s->total_len, s->loop_len, s->small_len, (unsigned long long)(s->spin_ns / 1000),
-             c->spin_yield ? ", yielding" : "");
+             c->spin_yield ? ", yielding" : "", s->one_cpu ? ", bound to one CPU" : "");
     return srcclSuccess;
 }
 
@@ -472,7 +483,7 @@ static srcclResult_t wait_all(srcclComm_t c, uint32_t target, const char *what, 
             /* A peer last seen waiting on our CPU is likely queued behind
              * us there (wake-affine placement pulls a woken rank onto its
              * waker's CPU): spinning would only delay it. */
-            if (c->spin_yield || now - start >= 5000 ||
+            if (c->spin_yield || (!s->one_cpu && now - start >= 5000) ||
                 (cpu >= 0 && atomic_load_explicit(&hdr(s, k)->cpu, memory_order_relaxed) == cpu))
                 sched_yield();
             else
