@@ -204,10 +204,13 @@ srcclResult_t sc_shm_open(srcclComm_t c, struct sc_wire_rank *mine)
     /* One phase reads n inputs of S bytes per rank with one wait, two
      * phases read about (2 + (n-1)/n) S with two waits per loop: at 2 ranks
      * one phase reads less at any size, from 3 ranks it wins only while
-     * the second wait costs more than the extra reads (measured: up to
-     * about 8 KiB at 4 ranks; docs/SRCCL.md, "One host"). */
+     * the second wait costs more than the extra reads. Measured crossovers
+     * (medians of interleaved runs, docs/SRCCL.md "One host"): one phase
+     * ahead up to 8 KiB at 3 ranks, up to 32 KiB at 4; beyond 4 ranks
+     * unmeasured, so 8 KiB. */
     s->small_len = c->cfg.shm_small_len != SIZE_MAX ? c->cfg.shm_small_len
                    : n == 2                         ? (size_t)1 << 20
+                   : n == 4                         ? (size_t)32 << 10
                                                     : (size_t)8 << 10;
     /* Every segment a multiple of 64 bytes: element sizes divide it and
      * segments start on cache lines. */
