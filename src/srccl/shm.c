@@ -34,8 +34,9 @@
  * The first wait of every call also compares the call's identity
  * (collective, byte count, root, type, op) with each peer's: ranks that
  * disagree get srcclInvalidUsage instead of misreading each other.
- * Waits poll, spin for a while (yielding the CPU when this host has more
- * ranks than CPUs), then sleep on a futex on the peer's step word, which
+ * Waits poll, spin for a while (yielding the CPU where the awaited peer
+ * may need it: more ranks than CPUs, or the peer on our CPU; see
+ * sc_shm_connect), then sleep on a futex on the peer's step word, which
  * the peer wakes only when someone sleeps there; every wait has the
  * SRCCL_TIMEOUT deadline, and a peer whose process is gone is reported as
  * such within 50 ms of the sleep that notices it. */
