@@ -32,7 +32,17 @@
 #   BENCH_OUT          report (bench/results/srccl-vs-mpi-<UTC timestamp>.txt)
 #   BENCH_SET          all (default), or shm: srccl-shm, srccl-qp and OMPI-shm
 #                      only (the same-host targets of issue #25; the other
-#                      columns are 0)
+#                      columns are 0), or shm-algo: srccl-shm, OMPI-shm and
+#                      srccl's one-host all-reduce forced to one phase
+#                      (SRCCL_SHM_SMALL=BENCH_1P_MAX) and to two phases
+#                      (SRCCL_SHM_SMALL=0), with a table of the three and the
+#                      crossover per rank count (what SRCCL_SHM_SMALL's
+#                      default should be)
+#   BENCH_1P_MAX       largest one-phase size of shm-algo's 1p runs (4M;
+#                      sizes above it run two phases there too)
+#   BENCH_BIND         srccl-run --bind for the srccl runs: auto (default:
+#                      one CPU per rank when the ranks fit, as mpirun binds
+#                      to cores when a job fits), core or none
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -49,7 +59,16 @@ impls="srccl-udp ompi-tcp srccl-shm srccl-qp ompi-shm"
 case ${BENCH_SET:-all} in
 all) ;;
 shm) impls="srccl-shm srccl-qp ompi-shm" ;;
-*) echo "bench: BENCH_SET must be all or shm" >&2; exit 2 ;;
+shm-algo) impls="srccl-shm srccl-1p srccl-2p ompi-shm" ;;
+*) echo "bench: BENCH_SET must be all, shm or shm-algo" >&2; exit 2 ;;
+esac
+one_max=${BENCH_1P_MAX:-4M}
+one_max_b=$(numfmt --from=iec "$one_max") ||
+  { echo "bench: BENCH_1P_MAX: a size (4M, 512K, ...)" >&2; exit 2; }
+bind=${BENCH_BIND:-auto}
+case $bind in
+auto | core | none) ;;
+*) echo "bench: BENCH_BIND must be auto, core or none" >&2; exit 2 ;;
 esac
 
 tmp=$(mktemp -d)
@@ -119,12 +138,14 @@ run() {
 run_one() {
   local impl=$1 n=$2 csv=$3
   case $impl in
-  srccl-udp | srccl-shm | srccl-qp)
-    local sr_shm=1 sc_shm=0
+  srccl-udp | srccl-shm | srccl-qp | srccl-1p | srccl-2p)
+    local sr_shm=1 sc_shm=1 small=()
     [ "$impl" = srccl-udp ] && sr_shm=0
-    [ "$impl" = srccl-shm ] && sc_shm=1
+    [ "$impl" = srccl-udp ] || [ "$impl" = srccl-qp ] && sc_shm=0
+    [ "$impl" = srccl-1p ] && small=(SRCCL_SHM_SMALL="$one_max")
+    [ "$impl" = srccl-2p ] && small=(SRCCL_SHM_SMALL=0)
     timeout 600 env LD_LIBRARY_PATH="$build/lib" SOFTRDMA_SHM=$sr_shm SRCCL_SHM=$sc_shm \
-      "$build/bin/srccl-run" -n "$n" -t 590 \
+      "${small[@]}" "$build/bin/srccl-run" -n "$n" -t 590 --bind "$bind" \
       "$build/bin/srccl-perf" "${args[@]}" --csv "$csv" >"$tmp/log" 2>&1 ;;
   ompi-tcp)
     timeout 600 "${mpi_common[@]}" -np "$n" "${mpi_tcp[@]}" "$tmp/mpi_allreduce" \
@@ -157,6 +178,8 @@ report() {
     "$(mpirun --version 2>/dev/null | head -1)"
   echo "# iterations: ${small_iters} (8 B..32 KiB), ${large_iters} (64 KiB..$max)"
   echo "# runs that failed and were repeated: $retries"
+  echo "# srccl ranks: srccl-run --bind $bind; Open MPI: mpirun's default binding (to cores" \
+    "when the ranks fit the CPUs, none when oversubscribed)"
   awk -v ranks="$ranks" '
     function median(key,   k, m, i, j, t, v) {
       m = cnt[key]; if (!m) return -1
@@ -204,7 +227,25 @@ report() {
         printf "\n%d ranks: srccl-udp busbw >= OMPI-tcp at %d of %d sizes >= 64 KiB (lowest ratio %.2f at %s); 8 B latency srccl-udp/OMPI-tcp = %.2f (target <= 1)\n", n, met, tot, worst, worst_at, lat
         printf "%d ranks: srccl-shm busbw >= OMPI-shm at %d of %d sizes >= 64 KiB (lowest ratio %.2f at %s); 8 B latency srccl-shm/OMPI-shm = %.2f (targets: busbw >= 1 at every size, latency <= 1.5); 8 B latency srccl-shm/srccl-qp = %.2f\n", n, hmet, tot, hworst, hworst_at, hlat, qlat
       }
-    }' "$tmp/rows"
+      if (!("srccl-1p" SUBSEP rs[1] SUBSEP sz[1] SUBSEP "t" in cnt)) exit
+      for (q = 1; q <= ns; q++) {
+        n = rs[q]
+        printf "\n%d ranks, one host by algorithm: time (us); 1p = SRCCL_SHM_SMALL=%s, 2p = SRCCL_SHM_SMALL=0\n\n", n, one_max
+        printf "| size | srccl-shm | 1p | 2p | OMPI-shm | 2p/1p time |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n"
+        cross = ""
+        for (i = 1; i <= m; i++) {
+          s = sz[i]
+          mt = median("srccl-shm" SUBSEP n SUBSEP s SUBSEP "t")
+          ot = median("srccl-1p" SUBSEP n SUBSEP s SUBSEP "t")
+          tt = median("srccl-2p" SUBSEP n SUBSEP s SUBSEP "t")
+          ht = median("ompi-shm" SUBSEP n SUBSEP s SUBSEP "t")
+          printf "| %s | %.1f | %.1f | %.1f | %.1f | %.2f |\n", hsize(s), mt, ot, tt, ht, (ot > 0 ? tt / ot : 0)
+          if (s > one_max_b) continue
+          if (tt < ot) { if (cross == "") cross = hsize(s) } else cross = ""
+        }
+        printf "\n%d ranks: two phases faster than one at every size from %s to %s (medians)\n", n, cross == "" ? "none" : cross, one_max
+      }
+    }' one_max="$one_max" one_max_b="$one_max_b" "$tmp/rows"
 }
 mkdir -p "$(dirname "$out")"
 report | tee "$out"

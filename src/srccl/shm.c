@@ -34,8 +34,9 @@
  * The first wait of every call also compares the call's identity
  * (collective, byte count, root, type, op) with each peer's: ranks that
  * disagree get srcclInvalidUsage instead of misreading each other.
- * Waits poll, spin for a while (yielding the CPU when this host has more
- * ranks than CPUs), then sleep on a futex on the peer's step word, which
+ * Waits poll, spin for a while (yielding the CPU where the awaited peer
+ * may need it: more ranks than CPUs, or the peer on our CPU; see
+ * sc_shm_connect), then sleep on a futex on the peer's step word, which
  * the peer wakes only when someone sleeps there; every wait has the
  * SRCCL_TIMEOUT deadline, and a peer whose process is gone is reported as
  * such within 50 ms of the sleep that notices it. */
@@ -76,6 +77,10 @@ struct sc_shm_hdr {
      * op), written before the step: a peer reads it once it sees step t,
      * when no rank can be past step t + 1. */
     uint64_t tag[4];
+    /* The CPU the rank last waited on (sched_getcpu at the start of each
+     * wait): a waiter that finds the rank it waits for on its own CPU
+     * gives that CPU up rather than spin (sc_shm wait). */
+    _Atomic int32_t cpu;
 };
 
 struct sc_shm {
@@ -91,6 +96,7 @@ struct sc_shm {
     uint64_t calls;      /* collectives run here, for SRCCL_DEBUG */
     uint64_t sleeps;     /* waits that slept on a futex */
     uint64_t naps;       /* ... of which ran to their timeout */
+    bool one_cpu;        /* this process may run on one CPU only (bound) */
     bool blocked;        /* a queued collective waits on a peer's step */
     int wait_peer;       /* ... this one */
     uint32_t wait_value; /* ... whose step was this */
@@ -199,10 +205,13 @@ srcclResult_t sc_shm_open(srcclComm_t c, struct sc_wire_rank *mine)
     /* One phase reads n inputs of S bytes per rank with one wait, two
      * phases read about (2 + (n-1)/n) S with two waits per loop: at 2 ranks
      * one phase reads less at any size, from 3 ranks it wins only while
-     * the second wait costs more than the extra reads (measured: up to
-     * about 8 KiB at 4 ranks; docs/SRCCL.md, "One host"). */
+     * the second wait costs more than the extra reads. Measured crossovers
+     * (medians of interleaved runs, docs/SRCCL.md "One host"): one phase
+     * ahead up to 8 KiB at 3 ranks, up to 32 KiB at 4; beyond 4 ranks
+     * unmeasured, so 8 KiB. */
     s->small_len = c->cfg.shm_small_len != SIZE_MAX ? c->cfg.shm_small_len
                    : n == 2                         ? (size_t)1 << 20
+                   : n == 4                         ? (size_t)32 << 10
                                                     : (size_t)8 << 10;
     /* Every segment a multiple of 64 bytes: element sizes divide it and
      * segments start on cache lines. */
@@ -247,6 +256,7 @@ srcclResult_t sc_shm_open(srcclComm_t c, struct sc_wire_rank *mine)
     h->total_len = s->total_len;
     atomic_store(&h->step, 0);
     atomic_store(&h->sleepers, 0);
+    atomic_store(&h->cpu, -1);
     atomic_store_explicit(&h->magic, SC_SHM_MAGIC, memory_order_release);
     mine->shm_tag = tag;
     mine->shm_loop_len = (uint32_t)s->loop_len;
@@ -318,19 +328,29 @@ srcclResult_t sc_shm_connect(srcclComm_t c, const uint8_t *all, size_t rec_len)
      * call (measured: 65 us per 8 B all-reduce with a 50 us spin at 2
      * ranks on a loaded machine, 0.5 us otherwise). So 200 us, and 1 ms
      * with more ranks than CPUs (a turn of the CPUs among the waiters is
-     * cheaper than a wake-up), as the QP path (transport.c). After the
-     * first 5 us the spin yields the CPU between polls: a rank that waits
-     * gives way to whatever may run, the awaited peer first of all
-     * (measured at 2 ranks with the machine's load average at 12: 8 B in
-     * 8.4 us so, in 515 us with a spin that never yields). */
+     * cheaper than a wake-up), as the QP path (transport.c).
+     * The spin yields the CPU between polls where the awaited peer may be
+     * waiting for that CPU: always with more ranks than CPUs; at once when
+     * the peer last stored our CPU as its own; and, in an unbound
+     * process, after the first 5 us (the scheduler's wake-affine placement
+     * puts two ranks that wake each other on one CPU, where a spin that
+     * never yields measured 515 us per 8 B all-reduce against 8.4 us).
+     * A process bound to one CPU (srccl-run's default, mpirun's) does not
+     * yield to a peer on another CPU: that would only hand its CPU to
+     * other processes for a time slice (256 KiB all-reduce at 2 ranks,
+     * load average 6: 68 us median without, 415 us with that yield). */
+#ifdef __linux__
+    cpu_set_t set;
+    s->one_cpu = !sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) == 1;
+#endif
     s->spin_ns = c->cfg.shm_spin_ns != UINT64_MAX ? c->cfg.shm_spin_ns
                  : c->spin_yield                  ? 1000000ull
                                                   : 200000ull;
     sc_debug(c,
              "shared-memory path: %zu bytes per rank (%zu per loop, %zu small x 2), spin %llu "
-             "us%s",
+             "us%s%s",
              s->total_len, s->loop_len, s->small_len, (unsigned long long)(s->spin_ns / 1000),
-             c->spin_yield ? ", yielding" : "");
+             c->spin_yield ? ", yielding" : "", s->one_cpu ? ", bound to one CPU" : "");
     return srcclSuccess;
 }
 
@@ -414,6 +434,7 @@ static srcclResult_t wait_all(srcclComm_t c, uint32_t target, const char *what, 
     int n = c->nranks, me = c->rank, k = (me + 1) % n;
     uint64_t deadline = 0, start = 0, spin_end = 0, live_at = 0;
     bool flushed = false;
+    int cpu = -1;
     for (;;) {
         uint32_t v = 0;
         int left = n - 1;
@@ -429,6 +450,8 @@ static srcclResult_t wait_all(srcclComm_t c, uint32_t target, const char *what, 
             return tag ? check_tags(c, target, tag) : srcclSuccess;
         uint64_t now = sc_now_ns();
         if (!deadline) {
+            cpu = sched_getcpu();
+            atomic_store_explicit(&hdr(s, me)->cpu, cpu, memory_order_relaxed);
             start = now;
             deadline = now + c->cfg.timeout_ns;
             spin_end = now + s->spin_ns;
@@ -458,7 +481,14 @@ static srcclResult_t wait_all(srcclComm_t c, uint32_t target, const char *what, 
                            "dead, hung, or not calling the same collective",
                            (unsigned long long)c->ops, (double)c->cfg.timeout_ns / 1e9, what, k);
         if (now < spin_end) {
-            if (c->spin_yield || now - start >= 5000)
+            int at = sched_getcpu(); /* the scheduler may have moved us */
+            if (at != cpu)
+                atomic_store_explicit(&hdr(s, me)->cpu, cpu = at, memory_order_relaxed);
+            /* A peer last seen waiting on our CPU is likely queued behind
+             * us there (wake-affine placement pulls a woken rank onto its
+             * waker's CPU): spinning would only delay it. */
+            if (c->spin_yield || (!s->one_cpu && now - start >= 5000) ||
+                (cpu >= 0 && atomic_load_explicit(&hdr(s, k)->cpu, memory_order_relaxed) == cpu))
                 sched_yield();
             else
                 cpu_relax();
@@ -480,6 +510,8 @@ static srcclResult_t wait_all(srcclComm_t c, uint32_t target, const char *what, 
         if (atomic_load_explicit(&h->step, memory_order_seq_cst) == v) {
             s->sleeps++;
             s->naps += futex_sleep(&h->step, v, SC_MIN(deadline - now, live_at - now));
+            /* Woken, we may be on the waker's CPU now (wake-affine). */
+            atomic_store_explicit(&hdr(s, me)->cpu, cpu = sched_getcpu(), memory_order_relaxed);
         }
         atomic_fetch_sub_explicit(&h->sleepers, 1, memory_order_seq_cst);
     }

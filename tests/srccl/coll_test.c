@@ -7,7 +7,7 @@
  * between guard bytes, so writes out of bounds are caught too.
  *
  *   coll_test [pass...]   pass: ring | rd | auto | shm | ring-small | rd-small |
- *                                shm-small | ring-wrap | rd-wrap
+ *                                shm-small | ring-wrap | rd-wrap | shm-edge
  * A pass is one communicator with SRCCL_ALGO (and for -small, 1 KiB chunks
  * in 2 slots: many chunks, slot reuse and credits on little data; for
  * -wrap, 64 B chunks in 5 slots and messages of over 2^16 chunks: the
@@ -16,7 +16,9 @@
  * (one-way send / receive streams)). shm (SRCCL_ALGO=shm, SRCCL_SHM=1): on
  * one host all-reduce and barrier go through shared memory; with -small
  * also 1 KiB of loop and 256 B of one-phase buffer per rank, so every
- * all-reduce beyond 256 B runs many two-phase loops. */
+ * all-reduce beyond 256 B runs many two-phase loops; shm-edge: only
+ * all-reduces at the default one-/two-phase switch points, each also
+ * checked for the same bits on every rank. */
 #include "srccl.h"
 
 #include <math.h>
@@ -575,6 +577,52 @@ static void run_pass(bool small_chunks)
     coll_s = 0;
 }
 
+/* Every rank's output of the last all-reduce (cnt elements of es bytes in
+ * brecv) must have the same bits: reduced elements are not associative
+ * (floats), so ranks that reduced in different orders would differ. */
+static void check_same_bits(size_t bytes)
+{
+    const uint8_t *out = brecv.base + GUARD;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < bytes; i++)
+        h = (h ^ out[i]) * 0x100000001b3ull;
+    uint64_t hi = h, lo = h;
+    CALL(srcclAllReduce(&hi, &hi, 1, srcclUint64, srcclMax, comm));
+    CALL(srcclAllReduce(&lo, &lo, 1, srcclUint64, srcclMin, comm));
+    checks++;
+    if (hi != lo || hi != h)
+        FAIL("outputs differ between ranks (hash %016llx here, %016llx..%016llx over the ranks)",
+             (unsigned long long)h, (unsigned long long)lo, (unsigned long long)hi);
+}
+
+/* All-reduces at the one-host switch points between the one- and two-phase
+ * algorithms (SRCCL_SHM_SMALL's defaults: 8 KiB, 32 KiB at 4 ranks, 1 MiB
+ * at 2) and one element either side, in every width, odd counts included;
+ * each checked against the reference and for the same bits on every rank. */
+static void run_edge(void)
+{
+    static const size_t edge[] = {8 << 10, 32 << 10, 1 << 20};
+    static const struct {
+        srcclDataType_t dt;
+        srcclRedOp_t op;
+    } kind[] = {
+        {srcclFloat32, srcclSum}, {srcclFloat16, srcclSum},  {srcclBfloat16, srcclAvg},
+        {srcclInt8, srcclMax},    {srcclFloat64, srcclProd},
+    };
+    int k = 0;
+    for (size_t e = 0; e < sizeof(edge) / sizeof(edge[0]); e++)
+        for (size_t t = 0; t < sizeof(kind) / sizeof(kind[0]); t++)
+            for (int d = -1; d <= 1; d++) {
+                srcclDataType_t dt = kind[t].dt;
+                size_t cnt = (size_t)((long)(edge[e] / esz[dt]) + d);
+                t_allreduce(dt, kind[t].op, cnt, k++ % 2 ? INPLACE : OOP);
+                check_same_bits(cnt * esz[dt]);
+            }
+    CALL(srcclBarrier(comm));
+    if (me == 0)
+        printf("pass %-10s nranks %d: OK\n", pass_name, nr);
+}
+
 static void run_wrap(void)
 {
     const size_t chunks = 70000; /* > 2^16 on every connection used */
@@ -599,6 +647,7 @@ int main(int argc, char **argv)
         pass_name = passes[p];
         bool small = strstr(pass_name, "-small") != NULL;
         bool wrap = strstr(pass_name, "-wrap") != NULL;
+        bool edge = strstr(pass_name, "-edge") != NULL;
         char algo[16];
         snprintf(algo, sizeof(algo), "%.*s", (int)strcspn(pass_name, "-"), pass_name);
         setenv("SRCCL_ALGO", algo, 1);
@@ -628,6 +677,8 @@ int main(int argc, char **argv)
         CALL(srcclCommCount(comm, &nr));
         if (wrap)
             run_wrap();
+        else if (edge)
+            run_edge();
         else
             run_pass(small);
         CALL(srcclCommDestroy(comm));

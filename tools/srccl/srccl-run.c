@@ -2,16 +2,26 @@
  * rendezvous in their environment, waits for them, and makes sure none
  * outlives a failure or the time limit.
  *
- *   srccl-run -n N [-t SECONDS] [-k] [--env srccl|torch|ompi|slurm] [--] prog args...
+ *   srccl-run -n N [-t SECONDS] [-k] [--env srccl|torch|ompi|slurm] [--bind auto|core|none]
+ *             [--] prog args...
  *
  * Each rank gets SRCCL_RANK, SRCCL_NRANKS, SRCCL_LOCAL_RANK and
  * SRCCL_ROOT_ADDR=127.0.0.1:<free port> (or the variables torchrun, Open MPI
  * or Slurm would set, with --env, to exercise srcclCommInitFromEnv). Each
  * rank runs in its own process group, so that killing it takes its children.
+ * With --bind auto (the default) and no more ranks than the CPUs srccl-run
+ * may use, rank i is bound to the i-th of them, as mpirun binds to cores
+ * when a job fits: two unbound ranks that wait on each other get pulled
+ * onto one CPU by the scheduler's wake-affine placement, and a wait then
+ * lasts until the waiter gives up its CPU (srccl's 8 B all-reduce at 2
+ * ranks: 0.5 us bound, 7..500 us unbound on a loaded host; docs/SRCCL.md,
+ * "One host"). --bind core insists (ranks beyond the CPUs share them
+ * round robin), --bind none leaves placement to the scheduler.
  * Exit status: 0 if every rank exits 0; otherwise the first failure's
  * status (128 + signal for a signal), after the other ranks are stopped
  * (SIGTERM, then SIGKILL 2 s later) unless -k; 124 on timeout. */
 #include <arpa/inet.h>
+#include <sched.h>
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
@@ -28,6 +38,7 @@
 #include <unistd.h>
 
 enum env_style { ENV_SRCCL, ENV_TORCH, ENV_OMPI, ENV_SLURM };
+enum bind_style { BIND_AUTO, BIND_CORE, BIND_NONE };
 
 struct rank {
     pid_t pid;
@@ -37,8 +48,8 @@ struct rank {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: srccl-run -n N [-t SECONDS] [-k] [--env srccl|torch|ompi|slurm] [--] "
-               "program [args...]\n"
+    fprintf(f, "usage: srccl-run -n N [-t SECONDS] [-k] [--env srccl|torch|ompi|slurm]\n"
+               "                 [--bind auto|core|none] [--] program [args...]\n"
                "  -n N          number of ranks (1..1024)\n"
                "  -t SECONDS    kill every rank after this long (exit 124); default: none\n"
                "  -k            keep going: do not stop the others when a rank fails\n"
@@ -183,6 +194,23 @@ static int reap(struct rank *r, int n, int *first_fail)
     return *first_fail;
 }
 
+/* Binds the calling process to the (rank mod count)-th CPU of set. */
+static void bind_rank(const cpu_set_t *set, int rank)
+{
+    int cnt = CPU_COUNT(set), want = rank % cnt;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (!CPU_ISSET(cpu, set) || want--)
+            continue;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        if (sched_setaffinity(0, sizeof(one), &one))
+            fprintf(stderr, "srccl-run: rank %d: binding to CPU %d: %s (left unbound)\n", rank, cpu,
+                    strerror(errno));
+        return;
+    }
+}
+
 static volatile sig_atomic_t got_signal;
 static void on_signal(int sig)
 {
@@ -195,7 +223,9 @@ int main(int argc, char **argv)
     double timeout_s = 0;
     bool keep_going = false;
     enum env_style style = ENV_SRCCL;
+    enum bind_style bind = BIND_AUTO;
     static const struct option opts[] = {{"env", required_argument, NULL, 'E'},
+                                         {"bind", required_argument, NULL, 'B'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int c;
@@ -225,6 +255,18 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'B':
+            if (!strcmp(optarg, "auto"))
+                bind = BIND_AUTO;
+            else if (!strcmp(optarg, "core"))
+                bind = BIND_CORE;
+            else if (!strcmp(optarg, "none"))
+                bind = BIND_NONE;
+            else {
+                fprintf(stderr, "srccl-run: --bind %s: expected auto, core or none\n", optarg);
+                return 2;
+            }
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -242,6 +284,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "srccl-run: no free TCP port on 127.0.0.1: %s\n", strerror(errno));
         return 1;
     }
+
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    if (sched_getaffinity(0, sizeof(cpus), &cpus) || !CPU_COUNT(&cpus) ||
+        (bind == BIND_AUTO && n > CPU_COUNT(&cpus)))
+        bind = BIND_NONE;
 
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
@@ -269,6 +317,8 @@ int main(int argc, char **argv)
             signal(SIGTERM, SIG_DFL);
             signal(SIGHUP, SIG_DFL);
             child_env(style, i, n, port);
+            if (bind != BIND_NONE)
+                bind_rank(&cpus, i);
             execvp(argv[optind], &argv[optind]);
             fprintf(stderr, "srccl-run: %s: %s\n", argv[optind], strerror(errno));
             _exit(127);
