@@ -85,8 +85,7 @@ static void bw_shared(size_t size, char *src, char *dst, double *out)
     *out = median(v, REPS);
 }
 
-static void bw_cma(size_t size, pid_t peer, uintptr_t remote, char *local, int write,
-                   double *out)
+static void bw_cma(size_t size, pid_t peer, uintptr_t remote, char *local, int write, double *out)
 {
     unsigned n = batch_for(size);
     double v[REPS];
@@ -114,8 +113,8 @@ int main(int argc, char **argv)
     int cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
     (void)argc;
     (void)argv;
-    struct ctl *c = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                         -1, 0);
+    struct ctl *c =
+        mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     char *shared = mmap(NULL, max, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (c == MAP_FAILED || shared == MAP_FAILED)
         return 1;
