@@ -439,6 +439,36 @@ static int scn_post(struct scn *s, enum sr_wr_opcode op, uint64_t id, uint64_t o
     return sr_qp_post_send(s->qp[0], &wr, s->now);
 }
 
+/* Node 0 posts n READs of len bytes: the i-th (wr_id i) from node 1's
+ * roff + i*len into node 0's i*len. */
+static inline void scn_post_reads(struct scn *s, int n, uint32_t len, uint64_t roff)
+{
+    for (int i = 0; i < n; i++)
+        SR_CHECK_EQ(scn_post(s, SR_WR_RDMA_READ, (uint64_t)i, (uint64_t)i * len,
+                             roff + (uint64_t)i * len, len, 0, 0),
+                    0);
+}
+
+/* Node 0 posts n WRITEs of len bytes: the i-th (wr_id i) from its i*len
+ * to node 1's same offset. */
+static inline void scn_post_writes(struct scn *s, int n, uint32_t len)
+{
+    for (int i = 0; i < n; i++)
+        SR_CHECK_EQ(scn_post(s, SR_WR_RDMA_WRITE, (uint64_t)i, (uint64_t)i * len, (uint64_t)i * len,
+                             len, 0, 0),
+                    0);
+}
+
+/* A copy of node's whole buffer (the caller frees it), to check afterwards
+ * that nothing outside the range an operation owns changed. */
+static inline uint8_t *scn_snapshot(const struct scn *s, int node)
+{
+    uint8_t *c = malloc(SCN_MEM);
+    SR_CHECK(c != NULL);
+    memcpy(c, s->mem[node], SCN_MEM);
+    return c;
+}
+
 static int scn_post_recv(struct scn *s, uint64_t id, uint64_t off, uint32_t len)
 {
     struct sr_recv_wr wr = {.wr_id = id, .sg_list = scn_sge(s, 1, off, len), .num_sge = 1};
