@@ -402,13 +402,7 @@ int main(int argc, char **argv)
 {
     (void)scn_post_recv; /* scn.h's, for other scenario files */
     const char *mode = argc > 1 ? argv[1] : "std";
-    if (!strcmp(mode, "sack")) {
-        sack_mode[0] = sack_mode[1] = true;
-    } else if (!strcmp(mode, "sack-std")) {
-        sack_mode[0] = true;
-    } else if (!strcmp(mode, "std-sack")) {
-        sack_mode[1] = true;
-    } else if (strcmp(mode, "std")) {
+    if (scn_pairing(mode, sack_mode)) {
         fprintf(stderr, "usage: readsel_scenarios [std|sack|sack-std|std-sack]\n");
         return 2;
     }

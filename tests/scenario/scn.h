@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* IBA Table 38 opcodes (RC) the filters look for. */
 enum {
@@ -437,6 +438,16 @@ static int scn_post(struct scn *s, enum sr_wr_opcode op, uint64_t id, uint64_t o
                             .compare_add = compare_add,
                             .swap = swap};
     return sr_qp_post_send(s->qp[0], &wr, s->now);
+}
+
+/* The pairing a scenario program runs, from its first argument: "std"
+ * (both nodes go-back-N), "sack", "sack-std" or "std-sack" (selective
+ * recovery on node 0, node 1 or both); -1 for anything else. */
+static inline int scn_pairing(const char *mode, bool sack[2])
+{
+    sack[0] = !strcmp(mode, "sack") || !strcmp(mode, "sack-std");
+    sack[1] = !strcmp(mode, "sack") || !strcmp(mode, "std-sack");
+    return sack[0] || sack[1] || !strcmp(mode, "std") ? 0 : -1;
 }
 
 /* Node 0 posts n READs of len bytes: the i-th (wr_id i) from node 1's
