@@ -220,19 +220,6 @@ err_free:
     return SR_ERR_NOMEM;
 }
 
-/* Takes the QP's completions still queued out of its CQs, as mlx5 and
- * mlx4 clean a CQ when a QP is reset or destroyed: a consumer that polls
- * after ibv_destroy_qp (libfabric's verbs;ofi_rxm closing its endpoints)
- * must not get a flushed receive of a QP it has freed, whose wr_id points
- * into freed memory. */
-static void qp_clean_cqs(struct sr_qp *qp)
-{
-    if (qp->send_cq)
-        sr_cq_clean(qp->send_cq, qp->qpn);
-    if (qp->recv_cq && qp->recv_cq != qp->send_cq)
-        sr_cq_clean(qp->recv_cq, qp->qpn);
-}
-
 /* Drop every reference the QP holds on other objects. */
 static void qp_release_refs(struct sr_qp *qp)
 {
@@ -278,7 +265,6 @@ int sr_qp_destroy_linger(struct sr_qp *qp, uint64_t now_ns, uint64_t linger_ns)
         return sr_qp_destroy(qp);
     struct sr_engine *e = qp->eng;
     sr_resp_ack_first(qp, SR_ACK_EV_RESPONSE, now_ns);
-    qp_clean_cqs(qp);
     qp_release_refs(qp);
     /* nothing of the requester survives: no completions, no sends */
     qp->sq_head = qp->sq_tail = qp->req.cur = 0;
@@ -321,7 +307,6 @@ int sr_qp_destroy(struct sr_qp *qp)
     e->qp_cnt--;
     if (qp->zombie)
         e->zombies--;
-    qp_clean_cqs(qp);
     qp_release_refs(qp);
     qp_free_bufs(qp);
     free(qp);
@@ -578,9 +563,13 @@ static void reset_qp(struct sr_qp *qp)
 {
     sr_engine_deactivate(qp->eng, qp);
     /* A QP back in RESET starts afresh: its completions still queued
-     * (flushed ones after an error, above all) leave its CQs, so the next
-     * user of the QP does not poll the previous life's. */
-    qp_clean_cqs(qp);
+     * (flushed ones after an error, above all) leave its CQs, as
+     * mlx5 and rdma-core's other providers clean them, so the next user of
+     * the QP does not poll the previous life's. */
+    if (qp->send_cq)
+        sr_cq_clean(qp->send_cq, qp->qpn);
+    if (qp->recv_cq && qp->recv_cq != qp->send_cq)
+        sr_cq_clean(qp->recv_cq, qp->qpn);
     qp->sq_head = qp->sq_tail = 0;
     if (!qp->srq)
         qp->rq.head = qp->rq.count = 0;
