@@ -25,31 +25,18 @@ stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out=${CC_OUT:-$root/bench/results/cc_ab-$stamp.txt}
 mkdir -p "$(dirname "$out")"
 tmp=$(mktemp -d)
-srv=
-trap '[ -n "$srv" ] && kill $srv 2>/dev/null; rm -rf "$tmp"' EXIT
+# shellcheck source=ab_lib.sh
+. "$root/bench/ab_lib.sh"
+trap ab_cleanup EXIT
 port=$((22000 + $$ % 2000))
 settings=(none dcqcn nscc)
 
-listening() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
-
 # run CC TAG PROG ARGS...: one perftest pair; its client's output in $tmp/TAG
 run() {
-  local cc=$1 tag=$2 i rc=0
+  local cc=$1 tag=$2
   shift 2
-  port=$((port + 1))
-  env LD_LIBRARY_PATH="$lib" SOFTRDMA_SHM=0 SOFTRDMA_CC="$cc" timeout 60 "$@" -F -x 0 -p $port \
-    >"$tmp/$tag.srv" 2>&1 &
-  srv=$!
-  for ((i = 0; i < 200; i++)); do
-    listening $port && break
-    kill -0 $srv 2>/dev/null || break
-    sleep 0.05
-  done
-  env LD_LIBRARY_PATH="$lib" SOFTRDMA_SHM=0 SOFTRDMA_CC="$cc" timeout 60 "$@" -F -x 0 -p $port \
-    127.0.0.1 >"$tmp/$tag" 2>&1 || rc=$?
-  wait $srv || rc=$?
-  srv=
-  return $rc
+  local env="LD_LIBRARY_PATH=$lib SOFTRDMA_SHM=0 SOFTRDMA_CC=$cc"
+  ab_pair "$tmp/$tag" 60 "$env" "$env" "$@" -F -x 0 || return 1
 }
 
 raw=$tmp/raw
@@ -61,14 +48,14 @@ for ((r = 1; r <= rounds; r++)); do
     for s in 4096 65536; do
       if run "$cc" bw "ib_write_bw" -s $s -D "$secs" --report_gbits; then
         awk -v c="$cc" -v s=$s '/#bytes/ { getline; print "write_bw_" s "_gbps", c, $4; exit }' \
-          "$tmp/bw" >>"$raw"
+          "$tmp/bw.cli" >>"$raw"
       fi
     done
     if run "$cc" bw "ib_write_bw" -s 64 -D "$secs" --report_gbits; then
-      awk -v c="$cc" '/#bytes/ { getline; print "write_bw_64_mpps", c, $5; exit }' "$tmp/bw" >>"$raw"
+      awk -v c="$cc" '/#bytes/ { getline; print "write_bw_64_mpps", c, $5; exit }' "$tmp/bw.cli" >>"$raw"
     fi
     if run "$cc" lat "ib_write_lat" -s 2 -n 5000; then
-      awk -v c="$cc" '/#bytes/ { getline; print "write_lat_2_us", c, $5; exit }' "$tmp/lat" >>"$raw"
+      awk -v c="$cc" '/#bytes/ { getline; print "write_lat_2_us", c, $5; exit }' "$tmp/lat.cli" >>"$raw"
     fi
   done
 done

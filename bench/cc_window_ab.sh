@@ -17,10 +17,10 @@ lib=${CCW_BUILD:-$root/build}/lib
 read -r -a settings <<<"${CCW_SETTINGS:-none dcqcn dcqcn,bdp_mult=2}"
 [ -e "$lib/libibverbs.so.1" ] || { echo "cc_window_ab: build first" >&2; exit 2; }
 tmp=$(mktemp -d)
-srv=
-trap '[ -n "$srv" ] && kill $srv 2>/dev/null; rm -rf "$tmp"' EXIT
+# shellcheck source=ab_lib.sh
+. "$root/bench/ab_lib.sh"
+trap ab_cleanup EXIT
 port=$((21000 + $$ % 1000))
-listening() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
 raw=$tmp/raw
 : >"$raw"
 n=${#settings[@]}
@@ -28,22 +28,12 @@ for ((r = 1; r <= rounds; r++)); do
   for ((k = 0; k < n; k++)); do
     cc=${settings[$(((r + k) % n))]}
     for s in 4096 65536; do
-      port=$((port + 1))
-      env LD_LIBRARY_PATH="$lib" SOFTRDMA_SHM=0 SOFTRDMA_CC="$cc" timeout 60 ib_write_bw -F -x 0 \
-        -p $port -s $s -D "$secs" --report_gbits >"$tmp/srv" 2>&1 &
-      srv=$!
-      for ((i = 0; i < 200; i++)); do
-        listening $port && break
-        kill -0 $srv 2>/dev/null || break
-        sleep 0.05
-      done
-      if env LD_LIBRARY_PATH="$lib" SOFTRDMA_SHM=0 SOFTRDMA_CC="$cc" timeout 60 ib_write_bw -F -x 0 \
-        -p $port -s $s -D "$secs" --report_gbits 127.0.0.1 >"$tmp/cli" 2>&1; then
+      env="LD_LIBRARY_PATH=$lib SOFTRDMA_SHM=0 SOFTRDMA_CC=$cc"
+      if ab_pair "$tmp/out" 60 "$env" "$env" ib_write_bw -F -x 0 -s $s -D "$secs" --report_gbits ||
+        [ "$ab_crc" -eq 0 ]; then
         awk -v c="$cc" -v s=$s '/#bytes/ { getline; print "write_bw_" s "_gbps", c, $4; exit }' \
-          "$tmp/cli" >>"$raw"
+          "$tmp/out.cli" >>"$raw"
       fi
-      wait $srv || true
-      srv=
     done
   done
 done

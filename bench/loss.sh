@@ -32,14 +32,10 @@
 #                 (default: a new /tmp/loss-logs.XXXXXX, named in the report)
 set -euo pipefail
 
-quick=0
-for a in "$@"; do
-  case $a in
-  --quick) quick=1 ;;
-  *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
-  esac
-done
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=ab_lib.sh
+. "$root/bench/ab_lib.sh"
+ab_quick "$@"
 build=${LOSS_BUILD:-$root/build}
 lib=$build/lib
 [ -e "$lib/libibverbs.so.1" ] || { echo "no $lib/libibverbs.so.1: build first" >&2; exit 1; }
@@ -70,59 +66,22 @@ tmp=$(mktemp -d)
 raw=$tmp/raw
 logs=${LOSS_LOGS:-}
 : >"$raw"
-srv_pid=
-cleanup() {
-  [ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap ab_cleanup EXIT
 
 log() { echo "loss: $*" >&2; }
-listening() { [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null || true)" ]; }
-next_port() {
-  for _ in $(seq 100); do
-    port=$((port + 1))
-    [ "$port" -lt "$port_end" ] || { log "out of TCP ports"; exit 1; }
-    listening "$port" || return 0
-  done
-  log "no free TCP port"
-  exit 1
-}
-
-# fault_env PROFILE SEED: the SOFTRDMA_FAULT value, empty when lossless.
-fault_env() {
-  [ "$1" = 0 ] && return 0
-  echo "loss=$1,reorder=0.01,dup=0.005,seed=$2"
-}
 
 # run_pair TAG PROFILE TIMEOUT CMD...: server "CMD -p PORT", client
-# "CMD -p PORT 127.0.0.1", each with its own fault seed; outputs (stdout
-# and the stats line on stderr) in $tmp/TAG.srv and $tmp/TAG.cli. Returns
-# 1 when either side failed or was killed by the timeout.
+# "CMD -p PORT 127.0.0.1", each with its own fault seed (none when
+# lossless); outputs (stdout and the stats line on stderr) in
+# $tmp/TAG.srv and $tmp/TAG.cli. Returns 1 when either side failed or was
+# killed by the timeout.
 run_pair() {
-  local tag=$1 prof=$2 limit=$3 rc=0 src=0 i
+  local tag=$1 prof=$2 limit=$3 spec=
   shift 3
-  local fs fc
-  fs=$(fault_env "$prof" $((rep * 2 + 1)))
-  fc=$(fault_env "$prof" $((rep * 2 + 2)))
-  next_port
-  timeout "$limit" env LD_LIBRARY_PATH="$lib" SOFTRDMA_SHM=0 SOFTRDMA_STATS=1 \
-    SOFTRDMA_FAULT="$fs" "$@" -p "$port" >"$tmp/$tag.srv" 2>&1 &
-  srv_pid=$!
-  for ((i = 0; i < 200; i++)); do
-    if listening "$port" || ! kill -0 "$srv_pid" 2>/dev/null; then
-      break
-    fi
-    sleep 0.05
-  done
-  timeout "$limit" env LD_LIBRARY_PATH="$lib" SOFTRDMA_SHM=0 SOFTRDMA_STATS=1 \
-    SOFTRDMA_FAULT="$fc" "$@" -p "$port" 127.0.0.1 >"$tmp/$tag.cli" 2>&1 || rc=$?
-  [ "$rc" -eq 0 ] || kill "$srv_pid" 2>/dev/null || true
-  wait "$srv_pid" || src=$?
-  srv_pid=
-  if [ "$rc" -ne 0 ] || [ "$src" -ne 0 ]; then
+  [ "$prof" = 0 ] || spec="loss=$prof,reorder=0.01,dup=0.005"
+  if ! ab_udp_pair "$tmp/$tag" "$limit" "$lib" "$spec" "$@"; then
     {
-      echo "rep $rep: $tag failed (client exit $rc, server $src; 124: killed by timeout $limit s)"
+      echo "rep $rep: $tag failed (client exit $ab_crc, server $ab_src; 124: killed by timeout $limit s)"
       echo "  client: $(grep -v "softrdma: stats" "$tmp/$tag.cli" | awk 'NF' | tail -n 2 | tr '\n' '|')"
       echo "  server: $(grep -v "softrdma: stats" "$tmp/$tag.srv" | awk 'NF' | tail -n 2 | tr '\n' '|')"
     } | tee -a "$tmp/failures" >&2
@@ -142,15 +101,12 @@ record() {
   fi
 }
 
-# stat_of FILE KEY: the value of KEY= on the softrdma stats line.
-stat_of() { sed -n "s/.*softrdma: stats.* $2=\([0-9]*\).*/\1/p" "$1" | head -n1; }
-
 # the retransmission counters of one pair, added to the profile's sums
 count_repairs() {
   local tag=$1 pi=$2 s r=0 l=0
   for s in srv cli; do
-    r=$((r + $(stat_of "$tmp/$tag.$s" retransmits)))
-    l=$((l + $(stat_of "$tmp/$tag.$s" fault_lost)))
+    r=$((r + $(ab_stat "$tmp/$tag.$s" retransmits)))
+    l=$((l + $(ab_stat "$tmp/$tag.$s" fault_lost)))
   done
   retx[$pi]=$((${retx[$pi]:-0} + r))
   lost[$pi]=$((${lost[$pi]:-0} + l))
@@ -199,15 +155,6 @@ ratios() {
     END { for (r in x) if ((r in y) && y[r] > 0) print x[r] / y[r] }' "$raw"
 }
 values() { awk -v k="$1" '$1 == k { print $3 }' "$raw"; }
-# summarise: "median [min..max]" of the numbers on stdin, or n/a
-summarise() {
-  sort -g | awk -v f="$1" '
-    { a[NR] = $1 }
-    END {
-      if (NR == 0) { print "n/a"; exit }
-      m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
-      printf f " [" f ".." f "]\n", m, a[1], a[NR] }'
-}
 
 echo
 echo "softrdma loss recovery, UDP path, $(date -u +%Y-%m-%dT%H:%MZ), commit $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?')"
@@ -222,22 +169,22 @@ for prog in "${bw_progs[@]}"; do
   for size in "${bw_sizes[@]}"; do
     lbl="${prog#ib_} $((size / 1024)) KiB / lossless"
     [ "$size" -ge 1048576 ] && lbl="${prog#ib_} $((size / 1048576)) MiB / lossless"
-    printf '%-26s %-26s' "$lbl" "$(values "${prog}_${size}_p0" | summarise '%.2f') Gb/s"
-    for pi in 1 2 3 4; do printf ' %-20s' "$(ratios "${prog}_${size}" "$pi" | summarise '%.3f')"; done
+    printf '%-26s %-26s' "$lbl" "$(values "${prog}_${size}_p0" | ab_summary '%.2f') Gb/s"
+    for pi in 1 2 3 4; do printf ' %-20s' "$(ratios "${prog}_${size}" "$pi" | ab_summary '%.3f')"; done
     printf ' %s\n' ">=0.9@1% >=0.7@5% >=0.5@10%"
   done
 done
-printf '%-26s %-26s' "pingpong 4 KiB / lossless" "$(values pp_4096_p0 | summarise '%.1f') us"
-for pi in 1 2 3 4; do printf ' %-20s' "$(ratios pp_4096 "$pi" | summarise '%.2f')"; done
+printf '%-26s %-26s' "pingpong 4 KiB / lossless" "$(values pp_4096_p0 | ab_summary '%.1f') us"
+for pi in 1 2 3 4; do printf ' %-20s' "$(ratios pp_4096 "$pi" | ab_summary '%.2f')"; done
 printf ' %s\n' "<=1.5@1%"
-printf '%-26s %-26s' "pingpong 64 KiB / lossless" "$(values pp_65536_p0 | summarise '%.1f') us"
-for pi in 1 2 3 4; do printf ' %-20s' "$(ratios pp_65536 "$pi" | summarise '%.2f')"; done
+printf '%-26s %-26s' "pingpong 64 KiB / lossless" "$(values pp_65536_p0 | ab_summary '%.1f') us"
+for pi in 1 2 3 4; do printf ' %-20s' "$(ratios pp_65536 "$pi" | ab_summary '%.2f')"; done
 printf ' %s\n' "<=10@10%"
 printf '%-26s %-26s' "retransmits / lost pkt" "-"
-for pi in 1 2 3 4; do printf ' %-20s' "$(values "retx_per_lost_p$pi" | summarise '%.1f')"; done
+for pi in 1 2 3 4; do printf ' %-20s' "$(values "retx_per_lost_p$pi" | ab_summary '%.1f')"; done
 printf ' %s\n' "<=1.5"
 printf '%-26s %-26s' "lost pkts (all points)" "-"
-for pi in 1 2 3 4; do printf ' %-20s' "$(values "lost_p$pi" | summarise '%.0f')"; done
+for pi in 1 2 3 4; do printf ' %-20s' "$(values "lost_p$pi" | ab_summary '%.0f')"; done
 printf '\n'
 echo
 if [ -s "$tmp/failures" ]; then

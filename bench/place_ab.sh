@@ -25,14 +25,10 @@
 #   AB_PORT     first TCP port for the rendezvous (26000)
 set -euo pipefail
 
-quick=0
-for a in "$@"; do
-  case $a in
-  --quick) quick=1 ;;
-  *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
-  esac
-done
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=ab_lib.sh
+. "$root/bench/ab_lib.sh"
+ab_quick "$@"
 base=${AB_BASE:-/work/base/build}
 this=${AB_BUILD:-$root/build}
 for b in "$base" "$this"; do
@@ -45,59 +41,26 @@ progs=(ib_write_bw ib_send_bw)
 port=${AB_PORT:-26000}
 limit=$((secs + 12))
 tmp=$(mktemp -d)
-srv_pid=
-cleanup() {
-  [ -z "$srv_pid" ] || kill "$srv_pid" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap ab_cleanup EXIT
 raw=$tmp/raw
-
-listening() { [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null || true)" ]; }
-next_port() {
-  for _ in $(seq 100); do
-    port=$((port + 1))
-    listening "$port" || return 0
-  done
-  echo "no free TCP port" >&2
-  exit 1
-}
-stat_of() { sed -n "s/.*softrdma: stats.* $2=\([0-9]*\).*/\1/p" "$1" | head -n1; }
 
 # point BUILD_NAME BUILD_DIR PROG LOSS: one pair; appends
 # "name prog loss rep gbps stored placed sacks lost" to $raw.
 point() {
-  local name=$1 dir=$2 prog=$3 loss=$4 fs= fc= rc=0 src=0 i s
-  if [ "$loss" != 0 ]; then
-    fs="loss=$loss,seed=$((rep * 2 + 1))"
-    fc="loss=$loss,seed=$((rep * 2 + 2))"
-  fi
-  next_port
-  timeout "$limit" env LD_LIBRARY_PATH="$dir/lib" SOFTRDMA_SHM=0 SOFTRDMA_STATS=1 \
-    SOFTRDMA_FAULT="$fs" "$prog" -F -x 0 -s 65536 -D "$secs" --report_gbits -p "$port" \
-    >"$tmp/srv" 2>&1 &
-  srv_pid=$!
-  for ((i = 0; i < 200; i++)); do
-    if listening "$port" || ! kill -0 "$srv_pid" 2>/dev/null; then break; fi
-    sleep 0.05
-  done
-  timeout "$limit" env LD_LIBRARY_PATH="$dir/lib" SOFTRDMA_SHM=0 SOFTRDMA_STATS=1 \
-    SOFTRDMA_FAULT="$fc" "$prog" -F -x 0 -s 65536 -D "$secs" --report_gbits -p "$port" \
-    127.0.0.1 >"$tmp/cli" 2>&1 || rc=$?
-  [ "$rc" -eq 0 ] || kill "$srv_pid" 2>/dev/null || true
-  wait "$srv_pid" || src=$?
-  srv_pid=
-  if [ "$rc" -ne 0 ] || [ "$src" -ne 0 ]; then
-    echo "rep $rep: $name $prog loss $loss failed (client $rc, server $src)" | tee -a "$tmp/failures" >&2
+  local name=$1 dir=$2 prog=$3 loss=$4 spec= s
+  [ "$loss" = 0 ] || spec="loss=$loss"
+  if ! ab_udp_pair "$tmp/out" "$limit" "$dir/lib" "$spec" \
+    "$prog" -F -x 0 -s 65536 -D "$secs" --report_gbits; then
+    echo "rep $rep: $name $prog loss $loss failed (client $ab_crc, server $ab_src)" | tee -a "$tmp/failures" >&2
     return 0
   fi
   local v st=0 pl=0 sk=0 lo=0
-  v=$(awk '/#bytes/ { getline; print $4; exit }' "$tmp/cli")
+  v=$(awk '/#bytes/ { getline; print $4; exit }' "$tmp/out.cli")
   for s in srv cli; do
-    st=$((st + $(stat_of "$tmp/$s" ooo_stored)))
-    pl=$((pl + $(stat_of "$tmp/$s" ooo_placed || true) + 0))
-    sk=$((sk + $(stat_of "$tmp/$s" sacks_sent)))
-    lo=$((lo + $(stat_of "$tmp/$s" fault_lost)))
+    st=$((st + $(ab_stat "$tmp/out.$s" ooo_stored)))
+    pl=$((pl + $(ab_stat "$tmp/out.$s" ooo_placed || true) + 0))
+    sk=$((sk + $(ab_stat "$tmp/out.$s" sacks_sent)))
+    lo=$((lo + $(ab_stat "$tmp/out.$s" fault_lost)))
   done
   echo "$name $prog $loss $rep $v $st $pl $sk $lo" >>"$raw"
 }

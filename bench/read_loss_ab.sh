@@ -23,14 +23,10 @@
 #   AB_PORT    first TCP port for the rendezvous (26000)
 set -euo pipefail
 
-quick=0
-for a in "$@"; do
-  case $a in
-  --quick) quick=1 ;;
-  *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
-  esac
-done
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=ab_lib.sh
+. "$root/bench/ab_lib.sh"
+ab_quick "$@"
 new=${AB_NEW:-$root/build}
 base=${AB_BASE:-/work/base/build}
 reps=${AB_REPS:-$([ "$quick" -eq 1 ] && echo 1 || echo 3)}
@@ -44,38 +40,20 @@ done
 command -v ib_read_bw >/dev/null || { echo "missing ib_read_bw (perftest)" >&2; exit 1; }
 [ "${losses[0]}" = 0 ] || { echo "AB_LOSSES must start with 0 (the lossless reference)" >&2; exit 2; }
 tmp=$(mktemp -d /tmp/read-ab.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+trap ab_cleanup EXIT
 raw=$tmp/raw
-
-listening() { [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null || true)" ]; }
 
 # point BUILDTAG BUILD SIZE LOSS: one ib_read_bw pair; appends
 # "BUILDTAG SIZE LOSS REP GBITS" to $raw (nothing when it failed).
 point() {
-  local tag=$1 b=$2 size=$3 loss=$4 fs="" fc="" rc=0 i v
-  if [ "$loss" != 0 ]; then
-    fs="loss=$loss,reorder=0.01,dup=0.005,seed=$((rep * 2 + 1))"
-    fc="loss=$loss,reorder=0.01,dup=0.005,seed=$((rep * 2 + 2))"
-  fi
-  port=$((port + 1))
-  while listening "$port"; do port=$((port + 1)); done
-  timeout 15 env LD_LIBRARY_PATH="$b/lib" SOFTRDMA_SHM=0 SOFTRDMA_STATS=1 SOFTRDMA_FAULT="$fs" \
-    ib_read_bw -F -x 0 -s "$size" -D "$secs" --report_gbits -p "$port" >"$tmp/srv" 2>&1 &
-  local srv=$!
-  for ((i = 0; i < 200; i++)); do
-    listening "$port" || ! kill -0 "$srv" 2>/dev/null && break
-    sleep 0.05
-  done
-  timeout 15 env LD_LIBRARY_PATH="$b/lib" SOFTRDMA_SHM=0 SOFTRDMA_STATS=1 SOFTRDMA_FAULT="$fc" \
-    ib_read_bw -F -x 0 -s "$size" -D "$secs" --report_gbits -p "$port" 127.0.0.1 >"$tmp/cli" 2>&1 ||
-    rc=$?
-  [ "$rc" -eq 0 ] || kill "$srv" 2>/dev/null || true
-  wait "$srv" 2>/dev/null || true
-  v=$(awk '/#bytes/ { getline; print $4; exit }' "$tmp/cli")
-  if [ "$rc" -eq 0 ] && [[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
+  local tag=$1 b=$2 size=$3 loss=$4 spec= v
+  [ "$loss" = 0 ] || spec="loss=$loss,reorder=0.01,dup=0.005"
+  ab_udp_pair "$tmp/out" 15 "$b/lib" "$spec" ib_read_bw -F -x 0 -s "$size" -D "$secs" --report_gbits || true
+  v=$(awk '/#bytes/ { getline; print $4; exit }' "$tmp/out.cli")
+  if [ "$ab_crc" -eq 0 ] && [[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
     echo "$tag $size $loss $rep $v" >>"$raw"
   else
-    echo "rep $rep: $tag $size loss $loss failed (exit $rc)" >&2
+    echo "rep $rep: $tag $size loss $loss failed (exit $ab_crc)" >&2
   fi
 }
 
@@ -92,9 +70,7 @@ done
 echo "load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # median and [min..max] of the numbers on stdin
-stats() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) { print "n/a"; exit }
-  m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-  printf "%.3f [%.3f..%.3f]", m, v[1], v[NR] }'; }
+stats() { ab_summary %.3f | tr -d '\n'; }
 # per repetition: TAG's goodput at SIZE LOSS over its lossless goodput
 ratio_lossless() {
   awk -v t="$1" -v s="$2" -v l="$3" '$1 == t && $2 == s && $3 == l { x[$4] = $5 }

@@ -37,59 +37,29 @@ for p in ib_write_bw ibv_rc_pingpong; do
   command -v "$p" >/dev/null || { echo "missing $p" >&2; exit 1; }
 done
 tmp=$(mktemp -d)
-srv_pid=
-cleanup() {
-  [ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck source=ab_lib.sh
+. "$root/bench/ab_lib.sh"
+trap ab_cleanup EXIT
 raw=$tmp/raw
 : >"$raw"
 
-listening() { [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null || true)" ]; }
-next_port() {
-  for _ in $(seq 100); do
-    port=$((port + 1))
-    listening "$port" || return 0
-  done
-  echo "no free TCP port" >&2
-  exit 1
-}
-
-# pair LIB FAULT LIMIT CMD...: server and client, outputs in $tmp/srv, $tmp/cli;
-# returns non-zero when either failed.
+# pair LIB FAULT LIMIT CMD...: server and client, outputs in $tmp/out.srv
+# and $tmp/out.cli; returns non-zero when either failed.
 pair() {
-  local lib=$1 fault=$2 limit=$3 rc=0 src=0 fs= fc=
+  local lib=$1 fault=$2 limit=$3
   shift 3
-  if [ -n "$fault" ]; then
-    fs="$fault,seed=$((rep * 2 + 1))" fc="$fault,seed=$((rep * 2 + 2))"
-  fi
-  next_port
-  timeout "$limit" env LD_LIBRARY_PATH="$lib" SOFTRDMA_SHM=0 SOFTRDMA_STATS=1 \
-    SOFTRDMA_FAULT="$fs" "$@" -p "$port" >"$tmp/srv" 2>&1 &
-  srv_pid=$!
-  for _ in $(seq 200); do
-    if listening "$port" || ! kill -0 "$srv_pid" 2>/dev/null; then
-      break
-    fi
-    sleep 0.05
-  done
-  timeout "$limit" env LD_LIBRARY_PATH="$lib" SOFTRDMA_SHM=0 SOFTRDMA_STATS=1 \
-    SOFTRDMA_FAULT="$fc" "$@" -p "$port" 127.0.0.1 >"$tmp/cli" 2>&1 || rc=$?
-  wait "$srv_pid" || src=$?
-  srv_pid=
-  [ "$rc" -eq 0 ] && [ "$src" -eq 0 ]
+  ab_udp_pair "$tmp/out" "$limit" "$lib" "$fault" "$@"
 }
 
 # counter NAME: the sum of a SOFTRDMA_STATS counter over both sides.
 counter() {
-  grep -ho "[ ]$1=[0-9]*" "$tmp/srv" "$tmp/cli" | awk -F= '{s += $2} END {print s + 0}'
+  grep -ho "[ ]$1=[0-9]*" "$tmp/out.srv" "$tmp/out.cli" | awk -F= '{s += $2} END {print s + 0}'
 }
 
 pp() { # pp WHO LIB SIZE N FAULT
   local who=$1 lib=$2 size=$3 n=$4 fault=$5 us
   if pair "$lib" "$fault" 60 ibv_rc_pingpong -g 0 -c -s "$size" -n "$n"; then
-    us=$(awk '/usec\/iter/ {print $(NF-1)}' "$tmp/cli")
+    us=$(awk '/usec\/iter/ {print $(NF-1)}' "$tmp/out.cli")
     echo "$who pp$size${fault:+_lossy} $rep $us" >>"$raw"
   else
     echo "tail_ab: rep $rep $who ping-pong $size ${fault:-lossless} failed" >&2

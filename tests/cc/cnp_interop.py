@@ -18,7 +18,9 @@ ICRC, Annex A17.9.3 CNP), not with softrdma's codec:
    cnp_interop.py CNP_PEER_BINARY OUTDIR
 Exits 0 on success, 1 on a failed check, 77 when it cannot run here (not
 root, no tshark)."""
+import ctypes
 import os
+import queue
 import select
 import shutil
 import socket
@@ -89,10 +91,28 @@ def check_icrc(src, dst, sport, pkt, ident=0):
 
 
 # ---- capture: everything to or from port 4791 on lo ----
+def only_to(s, addrs):
+    """A classic BPF filter on the packet socket s: IPv4 frames to one of
+    addrs only. Loopback carries every other test's traffic too (perftest
+    runs at Gb/s beside this one), which would fill the socket's queue
+    faster than this thread drains it and push the one CNP out."""
+    ins = [(0x28, 0, 0, 12),  # ldh [12]: EtherType (lo has an Ethernet header)
+           (0x15, 0, len(addrs) + 1, 0x0800),  # not IPv4: drop
+           (0x20, 0, 0, 30)]  # ld [30]: IPv4 destination
+    for i, a in enumerate(addrs):  # equal: accept
+        ins.append((0x15, len(addrs) - i, 0, int.from_bytes(socket.inet_aton(a), "big")))
+    ins += [(0x06, 0, 0, 0), (0x06, 0, 0, 0x40000)]  # ret 0 (drop), ret 256 KiB (accept)
+    prog = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *x) for x in ins))
+    fprog = struct.pack("HL", len(ins), ctypes.addressof(prog))
+    s.setsockopt(socket.SOL_SOCKET, 26, fprog)  # SO_ATTACH_FILTER (copied by the kernel)
+
+
 class Capture(threading.Thread):
-    def __init__(self):
+    def __init__(self, addrs):
         super().__init__(daemon=True)
         self.s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+        only_to(self.s, addrs)
+        self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
         self.s.bind(("lo", 0))
         self.frames = []
         self.stop = False
@@ -136,28 +156,44 @@ def main():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.IPPROTO_IP, 10, 2)  # IP_MTU_DISCOVER = IP_PMTUDISC_DO: DF, ID 0
     s.bind((my_addr, ROCE_PORT))
-    cap = Capture()
+    cap = Capture((sr_addr, my_addr))
     cap.start()
     peer = subprocess.Popen([peer_bin, sr_addr, my_addr, hex(MY_QPN)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
     lines = []
+    # cnp_peer's lines through a thread and a queue: select() on the pipe
+    # beside readline() missed lines that the file object had already
+    # buffered (the "qpn" line and the first counters line arrive together
+    # when this script is slow to read: it then waited for a line it held).
+    out = queue.Queue()
+
+    def reader():
+        for line in peer.stdout:
+            out.put(line)
+        out.put("")
+
+    threading.Thread(target=reader, daemon=True).start()
+
+    def next_line(end):
+        try:
+            return out.get(timeout=max(0.0, end - time.monotonic()))
+        except queue.Empty:
+            return None
 
     def expect(pred, what, secs=5.0):
         end = time.monotonic() + secs
-        while time.monotonic() < end:
-            r, _, _ = select.select([peer.stdout], [], [], 0.1)
-            if r:
-                line = peer.stdout.readline()
-                if not line:
-                    break
-                lines.append(line.strip())
-                kv = dict(x.split("=") for x in line.split() if "=" in x)
-                if pred(line, kv):
-                    return kv
+        while True:
+            line = next_line(end)
+            if not line:
+                break
+            lines.append(line.strip())
+            kv = dict(x.split("=") for x in line.split() if "=" in x)
+            if pred(line, kv):
+                return kv
         fail("softrdma never reported " + what + "; it said: " + " | ".join(lines))
 
     try:
-        first = peer.stdout.readline().split()
+        first = (next_line(time.monotonic() + 10) or "").split()
         if len(first) != 4 or first[0] != "qpn":
             fail("cnp_peer did not start: %r" % first)
         qpn, line_rate = int(first[1]), int(first[3])

@@ -130,12 +130,8 @@ static void check_quiet(struct scn *s, struct sr_cq *cq)
  * beyond the written range may change) and the completions. */
 static void writes_row(struct scn *s, int n, uint32_t len)
 {
-    uint8_t *orig = malloc(SCN_MEM);
-    memcpy(orig, s->mem[1], SCN_MEM);
-    for (int i = 0; i < n; i++)
-        SR_CHECK_EQ(scn_post(s, SR_WR_RDMA_WRITE, (uint64_t)i, (uint64_t)i * len, (uint64_t)i * len,
-                             len, 0, 0),
-                    0);
+    uint8_t *orig = scn_snapshot(s, 1);
+    scn_post_writes(s, n, len);
     struct scn_wait w = {0};
     scn_collect(s, &w, s->scq[0], n, MAX_NS);
     check_wcs(&w, n, SR_WC_SUCCESS, SR_WC_RDMA_WRITE);
@@ -392,12 +388,8 @@ static void test_lost_read_responses(void)
                                                .psn = {0xfffff0, 31},
                                                .filter = drop_read_resp,
                                                .filter_arg = &rl});
-                uint8_t *before = malloc(SCN_MEM);
-                memcpy(before, s.mem[0], SCN_MEM);
-                for (int i = 0; i < N; i++)
-                    SR_CHECK_EQ(scn_post(&s, SR_WR_RDMA_READ, (uint64_t)i, (uint64_t)i * L,
-                                         SRC + (uint64_t)i * L, L, 0, 0),
-                                0);
+                uint8_t *before = scn_snapshot(&s, 0);
+                scn_post_reads(&s, N, L, SRC);
                 struct scn_wait w = {0};
                 scn_collect(&s, &w, s.scq[0], N, MAX_NS);
                 check_wcs(&w, N, SR_WC_SUCCESS, SR_WC_RDMA_READ);
@@ -845,8 +837,7 @@ static void test_mixed_storm(void)
                                        .mtu = mtus[seed % 3],
                                        .retry_cnt = 7,
                                        .psn = {0xffffff - (uint32_t)seed * 7, 0xfffff0}});
-        uint8_t *src1 = malloc(SCN_MEM);
-        memcpy(src1, s.mem[1], SCN_MEM);
+        uint8_t *src1 = scn_snapshot(&s, 1);
         uint8_t kind[N];
         uint32_t len[N];
         uint64_t faa = ld64(s.mem[1] + T1), cas = ld64(s.mem[1] + T2), faa0 = faa, cas0 = cas;
@@ -1003,8 +994,7 @@ static void test_forged_sacks(void)
                                        .retry_cnt = 7,
                                        .psn = {0xffffff - 40, 9},
                                        .filter = see_acks});
-        uint8_t *orig = malloc(SCN_MEM);
-        memcpy(orig, s.mem[1], SCN_MEM);
+        uint8_t *orig = scn_snapshot(&s, 1);
         for (int i = 0; i < N; i++) {
             uint64_t off = (uint64_t)i * L;
             SR_CHECK_EQ(i % 3 == 2
@@ -1068,13 +1058,7 @@ static void test_checks_can_fail(void)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "std";
-    if (!strcmp(mode, "sack")) {
-        sack_mode[0] = sack_mode[1] = true;
-    } else if (!strcmp(mode, "sack-std")) {
-        sack_mode[0] = true;
-    } else if (!strcmp(mode, "std-sack")) {
-        sack_mode[1] = true;
-    } else if (strcmp(mode, "std")) {
+    if (scn_pairing(mode, sack_mode)) {
         fprintf(stderr, "usage: loss_scenarios [std|sack|sack-std|std-sack]\n");
         return 2;
     }

@@ -65,12 +65,8 @@ static void stats1(struct scn *s, struct sr_engine_stats *st)
  * of node 1's buffer checked. */
 static void writes(struct scn *s, int n, uint32_t len)
 {
-    uint8_t *orig = malloc(SCN_MEM);
-    memcpy(orig, s->mem[1], SCN_MEM);
-    for (int i = 0; i < n; i++)
-        SR_CHECK_EQ(scn_post(s, SR_WR_RDMA_WRITE, (uint64_t)i, (uint64_t)i * len, (uint64_t)i * len,
-                             len, 0, 0),
-                    0);
+    uint8_t *orig = scn_snapshot(s, 1);
+    scn_post_writes(s, n, len);
     struct scn_wait w = {0};
     scn_collect(s, &w, s->scq[0], n, MAX_NS);
     check_wcs(&w, n, SR_WC_SUCCESS);
@@ -187,8 +183,7 @@ static void test_bad_rkey(void)
                               (uintptr_t)s.mem[1] + (1 << 20),
                               SR_ACCESS_LOCAL_WRITE | SR_ACCESS_REMOTE_WRITE, &small),
                     0);
-        uint8_t *orig = malloc(SCN_MEM);
-        memcpy(orig, s.mem[1], SCN_MEM);
+        uint8_t *orig = scn_snapshot(&s, 1);
         uint32_t rkey = kind & 1 ? sr_mr_rkey(small) ^ 0x5a00 : sr_mr_rkey(small);
         uint32_t len = kind & 1 ? 4 * KIB : 8 * KIB; /* out of bounds: 8 KiB into 4 */
         struct sr_send_wr wr[3] = {
@@ -265,8 +260,7 @@ static void test_dereg_mid_hole(void)
     SR_CHECK_EQ(sr_mr_reg(s.pd[1], s.mem[1] + (1 << 20), 64 * KIB, (uintptr_t)s.mem[1] + (1 << 20),
                           SR_ACCESS_LOCAL_WRITE | SR_ACCESS_REMOTE_WRITE, &mr),
                 0);
-    uint8_t *orig = malloc(SCN_MEM);
-    memcpy(orig, s.mem[1], SCN_MEM);
+    uint8_t *orig = scn_snapshot(&s, 1);
     struct sr_send_wr wr = {.wr_id = 0,
                             .sg_list = scn_sge(&s, 0, 0, 16 * KIB),
                             .num_sge = 1,
@@ -314,8 +308,7 @@ static void test_rewrites(void)
                                        .psn = {0xffffff - 40, 1},
                                        .trains = seed & 1});
         enum { N = 24, LEN = 8 * KIB };
-        uint8_t *orig = malloc(SCN_MEM);
-        memcpy(orig, s.mem[1], SCN_MEM);
+        uint8_t *orig = scn_snapshot(&s, 1);
         for (int i = 0; i < N; i++)
             SR_CHECK_EQ(
                 scn_post(&s, SR_WR_RDMA_WRITE, (uint64_t)i, (uint64_t)i * LEN, 0, LEN, 0, 0), 0);

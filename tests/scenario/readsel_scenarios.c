@@ -172,8 +172,7 @@ static void reads_row(const char *name, uint64_t seed, uint32_t n, uint32_t len,
                                     .filter = filt,
                                     .filter_arg = f});
     f->orig_reqs = n;
-    uint8_t *before = malloc(SCN_MEM);
-    memcpy(before, s.mem[0], SCN_MEM);
+    uint8_t *before = scn_snapshot(&s, 0);
     enum sr_wc_opcode ops[64];
     uint32_t lens[64];
     for (uint32_t i = 0; i < n; i++) {
@@ -256,8 +255,7 @@ static void test_reads_with_writes_and_atomics(void)
                                         .psn = {0xffff00, 9},
                                         .filter = filt,
                                         .filter_arg = &f});
-        uint8_t *before = malloc(SCN_MEM);
-        memcpy(before, s.mem[0], SCN_MEM);
+        uint8_t *before = scn_snapshot(&s, 0);
         uint64_t v0 = ld64(s.mem[1] + T), sum = 0;
         enum sr_wc_opcode ops[N];
         uint32_t lens[N];
@@ -323,10 +321,7 @@ static void test_late_copies_after_completion(void)
             &s,
             &(struct scn_cfg){
                 .seed = seed, .retry_cnt = 7, .psn = {300, 9}, .filter = filt, .filter_arg = &f});
-        for (int i = 0; i < N; i++)
-            SR_CHECK_EQ(scn_post(&s, SR_WR_RDMA_READ, (uint64_t)i, (uint64_t)i * L,
-                                 SRC + (uint64_t)i * L, L, 0, 0),
-                        0);
+        scn_post_reads(&s, N, L, SRC);
         struct scn_wait w = {0};
         scn_collect(&s, &w, s.scq[0], N, MAX_NS);
         enum sr_wc_opcode ops[N];
@@ -374,12 +369,8 @@ static void test_responses_after_flush(void)
                                         .psn = {0xfffff0, 9},
                                         .filter = filt,
                                         .filter_arg = &f});
-        uint8_t *before = malloc(SCN_MEM);
-        memcpy(before, s.mem[0], SCN_MEM);
-        for (int i = 0; i < N; i++)
-            SR_CHECK_EQ(scn_post(&s, SR_WR_RDMA_READ, (uint64_t)i, (uint64_t)i * L,
-                                 SRC + (uint64_t)i * L, L, 0, 0),
-                        0);
+        uint8_t *before = scn_snapshot(&s, 0);
+        scn_post_reads(&s, N, L, SRC);
         scn_run(&s, NULL, NULL, 60000); /* some responses in, many held back */
         struct sr_qp_attr a = {.qp_state = SR_QPS_ERR};
         SR_CHECK_EQ(sr_qp_modify(s.qp[0], &a, SR_QP_STATE, s.now), 0);
@@ -411,13 +402,7 @@ int main(int argc, char **argv)
 {
     (void)scn_post_recv; /* scn.h's, for other scenario files */
     const char *mode = argc > 1 ? argv[1] : "std";
-    if (!strcmp(mode, "sack")) {
-        sack_mode[0] = sack_mode[1] = true;
-    } else if (!strcmp(mode, "sack-std")) {
-        sack_mode[0] = true;
-    } else if (!strcmp(mode, "std-sack")) {
-        sack_mode[1] = true;
-    } else if (strcmp(mode, "std")) {
+    if (scn_pairing(mode, sack_mode)) {
         fprintf(stderr, "usage: readsel_scenarios [std|sack|sack-std|std-sack]\n");
         return 2;
     }

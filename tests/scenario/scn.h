@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* IBA Table 38 opcodes (RC) the filters look for. */
 enum {
@@ -440,6 +441,46 @@ static int scn_post(struct scn *s, enum sr_wr_opcode op, uint64_t id, uint64_t o
                             .compare_add = compare_add,
                             .swap = swap};
     return sr_qp_post_send(s->qp[0], &wr, s->now);
+}
+
+/* The pairing a scenario program runs, from its first argument: "std"
+ * (both nodes go-back-N), "sack", "sack-std" or "std-sack" (selective
+ * recovery on node 0, node 1 or both); -1 for anything else. */
+static inline int scn_pairing(const char *mode, bool sack[2])
+{
+    sack[0] = !strcmp(mode, "sack") || !strcmp(mode, "sack-std");
+    sack[1] = !strcmp(mode, "sack") || !strcmp(mode, "std-sack");
+    return sack[0] || sack[1] || !strcmp(mode, "std") ? 0 : -1;
+}
+
+/* Node 0 posts n READs of len bytes: the i-th (wr_id i) from node 1's
+ * roff + i*len into node 0's i*len. */
+static inline void scn_post_reads(struct scn *s, int n, uint32_t len, uint64_t roff)
+{
+    for (int i = 0; i < n; i++)
+        SR_CHECK_EQ(scn_post(s, SR_WR_RDMA_READ, (uint64_t)i, (uint64_t)i * len,
+                             roff + (uint64_t)i * len, len, 0, 0),
+                    0);
+}
+
+/* Node 0 posts n WRITEs of len bytes: the i-th (wr_id i) from its i*len
+ * to node 1's same offset. */
+static inline void scn_post_writes(struct scn *s, int n, uint32_t len)
+{
+    for (int i = 0; i < n; i++)
+        SR_CHECK_EQ(scn_post(s, SR_WR_RDMA_WRITE, (uint64_t)i, (uint64_t)i * len, (uint64_t)i * len,
+                             len, 0, 0),
+                    0);
+}
+
+/* A copy of node's whole buffer (the caller frees it), to check afterwards
+ * that nothing outside the range an operation owns changed. */
+static inline uint8_t *scn_snapshot(const struct scn *s, int node)
+{
+    uint8_t *c = malloc(SCN_MEM);
+    SR_CHECK(c != NULL);
+    memcpy(c, s->mem[node], SCN_MEM);
+    return c;
 }
 
 static int scn_post_recv(struct scn *s, uint64_t id, uint64_t off, uint32_t len)
