@@ -115,7 +115,7 @@ void sr_sack_sb_reset(struct sr_sack_sb *sb, uint32_t psn)
     sb->lo = sb->hi = sb->resent = psn & SR_PSN_MASK;
     sb->cnt = 0;
     sb->timed_out = false;
-    sb->lost_since = 0;
+    sb->ep_n = 0;
 }
 
 void sr_sack_sb_ack(struct sr_sack_sb *sb, uint32_t psn)
@@ -143,7 +143,7 @@ void sr_sack_sb_ack(struct sr_sack_sb *sb, uint32_t psn)
     /* the hole whose window was running may be acknowledged now: the
      * next SACK starts a window for what is still missing, and the probe
      * timer is not left at a deadline nothing waits for (comp.c) */
-    sb->lost_since = 0;
+    sb->ep_n = 0;
     if (sr_psn_lt(sb->resent, psn))
         sb->resent = psn;
 }
@@ -256,14 +256,17 @@ bool sr_sack_sb_next_hole(const struct sr_sack_sb *sb, uint32_t from, uint32_t l
  * SR_SACK_REO_PERSIST recoveries. A D-SACK for anything else (a probe, a
  * go-back-N resend, a copy the network made) says nothing about
  * reordering. */
-void sr_sack_sb_resent(struct sr_sack_sb *sb, uint32_t psn)
+void sr_sack_sb_resent(struct sr_sack_sb *sb, uint32_t psn, uint64_t lost_at_ns)
 {
     sb->rs_psn[sb->rs_at] = psn & SR_PSN_MASK;
+    sb->rs_lost_at[sb->rs_at] = lost_at_ns;
     sb->rs_at = (sb->rs_at + 1) % SR_SACK_RS_RING;
     if (sb->rs_cnt < SR_SACK_RS_RING)
         sb->rs_cnt++;
-    if (sb->reo_persist && !--sb->reo_persist)
+    if (sb->reo_persist && !--sb->reo_persist) {
         sb->reo_mult = 1;
+        sb->reo_late_ns = 0;
+    }
 }
 
 bool sr_sack_sb_dsack(struct sr_sack_sb *sb, uint32_t psn, uint64_t now_ns, uint64_t srtt_ns)
@@ -273,8 +276,19 @@ bool sr_sack_sb_dsack(struct sr_sack_sb *sb, uint32_t psn, uint64_t now_ns, uint
         uint32_t i = (sb->rs_at + SR_SACK_RS_RING - 1 - k) % SR_SACK_RS_RING;
         if (sb->rs_psn[i] != psn)
             continue;
+        /* The original reached the responder before this resend did, so
+         * its SACK would have come by now: it was at most now - lost_at
+         * late, which the window covers from now on. Overestimated by the
+         * resend's round trip, the window is still no later than needed
+         * by more than one round trip, and a lateness beyond the window
+         * it had raises it again at the next spurious resend. */
+        uint64_t lost_at = sb->rs_lost_at[i];
+        if (lost_at && now_ns > lost_at && now_ns - lost_at > sb->reo_late_ns)
+            sb->reo_late_ns = now_ns - lost_at;
         /* forget it: a second D-SACK of the same PSN is the network's copy */
-        sb->rs_psn[i] = sb->rs_psn[(sb->rs_at + SR_SACK_RS_RING - sb->rs_cnt) % SR_SACK_RS_RING];
+        uint32_t last = (sb->rs_at + SR_SACK_RS_RING - sb->rs_cnt) % SR_SACK_RS_RING;
+        sb->rs_psn[i] = sb->rs_psn[last];
+        sb->rs_lost_at[i] = sb->rs_lost_at[last];
         sb->rs_cnt--;
         /* reo_persist is 0 before the first growth, and again once the
          * window fell back */
@@ -291,7 +305,7 @@ bool sr_sack_sb_dsack(struct sr_sack_sb *sb, uint32_t psn, uint64_t now_ns, uint
 
 uint64_t sr_sack_sb_reo_wnd(const struct sr_sack_sb *sb, uint64_t srtt_ns)
 {
-    return SR_MIN(sb->reo_mult * (srtt_ns / 4), srtt_ns);
+    return SR_MAX(SR_MIN(sb->reo_mult * (srtt_ns / 4), srtt_ns), sb->reo_late_ns);
 }
 
 /* ---- on a QP ---- */
@@ -407,6 +421,16 @@ void sr_sack_rx(struct sr_qp *qp, const struct sr_pkt *pkt, struct sr_comp_next 
     }
 }
 
+/* The probe timer comes due no later than at, when a lost hole's
+ * reordering window ends (comp.c then asks for sr_sack_resend). */
+static void wait_lost(struct sr_qp *qp, uint64_t at)
+{
+    if (!qp->comp.probe_at || at < qp->comp.probe_at) {
+        qp->comp.probe_at = at;
+        sr_engine_activate(qp->eng, qp);
+    }
+}
+
 void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
 {
     enum sr_qp_state s = qp->attr.qp_state;
@@ -417,34 +441,53 @@ void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
         return;
     uint32_t limit = sr_sack_sb_lost_limit(sb, qp->req.max_sent, all, dupthresh(qp));
     uint32_t from = all ? sb->lo : sb->resent;
-    uint32_t h;
+    uint32_t h, due = 0;
     if (!all) {
         /* A hole counted lost may only be late (reordered, RFC 8985 2.2):
-         * resend once it has been counted lost for a quarter of SRTT
-         * (RACK's reordering window, 6.2); the probe comes due then, so
-         * a hole no later SACK reports still goes in time. */
+         * resend once it has been counted lost for the reordering window
+         * (6.2), each hole timed from the SACK that first counted it lost,
+         * so that a hole counted lost just now does not go with an older
+         * one whose window ran out; the probe comes due at the oldest
+         * deadline, so a hole no later SACK reports still goes in time. */
         if (!sr_sack_sb_next_hole(sb, from, limit, &h)) {
-            sb->lost_since = 0;
-            return;
-        }
-        uint64_t wnd = reo_wnd(qp);
-        if (!sb->lost_since)
-            sb->lost_since = now_ns | 1;
-        /* lost_since is now | 1 (0 means none): compared as a deadline,
-         * never as a difference, which would wrap for an even now */
-        uint64_t at = sb->lost_since + wnd;
-        if (wnd && now_ns < at) {
-            if (!qp->comp.probe_at || at < qp->comp.probe_at) {
-                qp->comp.probe_at = at;
-                sr_engine_activate(qp->eng, qp);
+            if (sb->ep_n) {
+                /* the holes came after all: the probe timer no longer
+                 * waits for a window (sr_comp_probe_arm took its end) */
+                sb->ep_n = 0;
+                sr_comp_probe_arm(qp, now_ns);
             }
             return;
         }
+        if (!sb->ep_n || sr_psn_lt(sb->ep_lim[sb->ep_n - 1], limit)) {
+            if (sb->ep_n == SR_SACK_EPOCHS) {
+                sb->ep_lim[sb->ep_n - 1] = limit; /* full: the newest epoch grows */
+            } else {
+                /* now | 1 (0 means none): compared as a deadline, never
+                 * as a difference, which would wrap for an even now */
+                sb->ep_lim[sb->ep_n] = limit;
+                sb->ep_at[sb->ep_n] = now_ns | 1;
+                sb->ep_n++;
+            }
+        }
+        uint64_t wnd = reo_wnd(qp);
+        while (due < sb->ep_n && (!wnd || now_ns >= sb->ep_at[due] + wnd))
+            due++;
+        if (!due) {
+            wait_lost(qp, sb->ep_at[0] + wnd);
+            return;
+        }
+        limit = sb->ep_lim[due - 1];
     }
-    sb->lost_since = 0;
     int budget = SR_SACK_RESEND_MAX;
-    bool sent = false;
-    while (budget-- > 0 && sr_sack_sb_next_hole(sb, from, limit, &h)) {
+    bool sent = false, drained = false;
+    uint32_t k = 0;
+    for (;;) {
+        if (!sr_sack_sb_next_hole(sb, from, limit, &h)) {
+            drained = true;
+            break;
+        }
+        if (budget-- <= 0)
+            break;
         bool one = false;
         uint32_t used = sr_req_resend(qp, h, now_ns, &one);
         if (qp->attr.qp_state != s)
@@ -454,29 +497,42 @@ void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
         if (one) {
             qp->eng->stats.sack_resends++;
             sent = true;
-            if (!all)
-                sr_sack_sb_resent(sb, h);
+            if (!all) {
+                while (k + 1 < due && !sr_psn_lt(h, sb->ep_lim[k]))
+                    k++;
+                sr_sack_sb_resent(sb, h, sb->ep_at[k]);
+            }
         }
         from = sr_psn_add(h, used);
         if (sr_psn_lt(sb->resent, from))
             sb->resent = from;
     }
+    if (all) {
+        sb->ep_n = 0;
+    } else if (drained) {
+        /* the epochs that came due are resent; later ones wait on */
+        sb->ep_n -= due;
+        memmove(sb->ep_lim, sb->ep_lim + due, sb->ep_n * sizeof(sb->ep_lim[0]));
+        memmove(sb->ep_at, sb->ep_at + due, sb->ep_n * sizeof(sb->ep_at[0]));
+    }
     if (sent || !qp->comp.probe_at)
         sr_comp_probe_arm(qp, now_ns);
+    if (sb->ep_n)
+        wait_lost(qp, sb->ep_at[0] + reo_wnd(qp));
 }
 
 bool sr_sack_lost_pending(struct sr_qp *qp)
 {
     struct sr_sack_sb *sb = qp_sb(qp, false);
-    return sb && sb->cnt && sb->lost_since;
+    return sb && sb->cnt && sb->ep_n;
 }
 
 uint64_t sr_sack_lost_deadline(const struct sr_qp *qp)
 {
     const struct sr_sack_sb *sb = qp->comp.sb;
-    if (!sb || !sb->cnt || !sb->lost_since)
+    if (!sb || !sb->cnt || !sb->ep_n)
         return 0;
-    return sb->lost_since + reo_wnd(qp);
+    return sb->ep_at[0] + reo_wnd(qp);
 }
 
 bool sr_sack_probe_holes(struct sr_qp *qp)

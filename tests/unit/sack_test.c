@@ -122,9 +122,9 @@ static void test_reo_window(void)
     SR_CHECK(!sr_sack_sb_dsack(sb, 5, 1000, SRTT));
     SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT / 4);
     /* resends across the wrap, then their D-SACKs */
-    sr_sack_sb_resent(sb, SR_PSN_MASK);
-    sr_sack_sb_resent(sb, 1);
-    sr_sack_sb_resent(sb, 2);
+    sr_sack_sb_resent(sb, SR_PSN_MASK, 0);
+    sr_sack_sb_resent(sb, 1, 0);
+    sr_sack_sb_resent(sb, 2, 0);
     SR_CHECK(sr_sack_sb_dsack(sb, SR_PSN_MASK, 1000, SRTT));
     SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT / 2);
     /* the same PSN again: the network's copy, no growth */
@@ -136,7 +136,7 @@ static void test_reo_window(void)
     SR_CHECK(sr_sack_sb_dsack(sb, 2, 1000 + SRTT, SRTT));
     SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), 3 * SRTT / 4);
     for (uint32_t k = 0; k < 4; k++) {
-        sr_sack_sb_resent(sb, 100 + k);
+        sr_sack_sb_resent(sb, 100 + k, 0);
         SR_CHECK(sr_sack_sb_dsack(sb, 100 + k, 1000 + (2 + k) * SRTT, SRTT));
     }
     SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT);
@@ -145,13 +145,13 @@ static void test_reo_window(void)
     SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT);
     /* SR_SACK_REO_PERSIST recoveries without a D-SACK: back to a quarter */
     for (uint32_t k = 0; k < SR_SACK_REO_PERSIST - 1; k++)
-        sr_sack_sb_resent(sb, 600 + k);
+        sr_sack_sb_resent(sb, 600 + k, 0);
     SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT);
-    sr_sack_sb_resent(sb, 700);
+    sr_sack_sb_resent(sb, 700, 0);
     SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT / 4);
     /* only the last SR_SACK_RS_RING resends are remembered */
     for (uint32_t k = 0; k <= SR_SACK_RS_RING; k++)
-        sr_sack_sb_resent(sb, 800 + k);
+        sr_sack_sb_resent(sb, 800 + k, 0);
     SR_CHECK(!sr_sack_sb_dsack(sb, 800, 1000000, SRTT));
     SR_CHECK(sr_sack_sb_dsack(sb, 801, 1000000, SRTT));
     free(sb);
@@ -219,7 +219,7 @@ static void ref_ack(struct sr_sack_sb *sb, uint32_t psn)
     }
     sb->lo = psn;
     sb->timed_out = false;
-    sb->lost_since = 0;
+    sb->ep_n = 0;
     if (sr_psn_lt(sb->resent, psn))
         sb->resent = psn;
 }
