@@ -479,15 +479,9 @@ void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
         limit = sb->ep_lim[due - 1];
     }
     int budget = SR_SACK_RESEND_MAX;
-    bool sent = false, drained = false;
+    bool sent = false;
     uint32_t k = 0;
-    for (;;) {
-        if (!sr_sack_sb_next_hole(sb, from, limit, &h)) {
-            drained = true;
-            break;
-        }
-        if (budget-- <= 0)
-            break;
+    while (budget-- > 0 && sr_sack_sb_next_hole(sb, from, limit, &h)) {
         bool one = false;
         uint32_t used = sr_req_resend(qp, h, now_ns, &one);
         if (qp->attr.qp_state != s)
@@ -509,8 +503,11 @@ void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
     }
     if (all) {
         sb->ep_n = 0;
-    } else if (drained) {
-        /* the epochs that came due are resent; later ones wait on */
+    } else {
+        /* The epochs that came due are resent; later ones wait on. Holes
+         * a full budget left over, or that had nothing to resend, wait
+         * for a window that a later SACK starts, as a deadline already
+         * passed would bring the probe timer back at once. */
         sb->ep_n -= due;
         memmove(sb->ep_lim, sb->ep_lim + due, sb->ep_n * sizeof(sb->ep_lim[0]));
         memmove(sb->ep_at, sb->ep_at + due, sb->ep_n * sizeof(sb->ep_at[0]));
