@@ -25,6 +25,75 @@ static bool sb_test(const struct sr_sack_sb *sb, uint32_t psn)
     return sb->bits[b >> 6] >> (b & 63) & 1;
 }
 
+/* The scoreboard is a ring of cap bits (a multiple of 64), read and
+ * written 64 PSNs at a time: a SACK's 2048-bit bitmap is 32 word
+ * operations, not 2048 bit tests (the requester spent a tenth of its
+ * cycles marking bit by bit at 1% loss with reordering). */
+static uint64_t low_bits(uint32_t n)
+{
+    return n >= 64 ? ~0ull : (1ull << n) - 1;
+}
+
+/* n (1..64) marks from psn on, the mark of psn in bit 0. */
+static uint64_t sb_get(const struct sr_sack_sb *sb, uint32_t psn, uint32_t n)
+{
+    uint32_t b = sb_bit(sb, psn), w = b >> 6, sh = b & 63;
+    uint64_t v = sb->bits[w] >> sh;
+    if (sh && sh + n > 64)
+        v |= sb->bits[(w + 1) & (sb->cap / 64 - 1)] << (64 - sh);
+    return v & low_bits(n);
+}
+
+/* Sets (set) or clears the marks of v's bits, bit 0 at psn; returns the
+ * bits whose mark changed. */
+static uint64_t sb_put(struct sr_sack_sb *sb, uint32_t psn, uint64_t v, bool set)
+{
+    uint32_t b = sb_bit(sb, psn), w = b >> 6, sh = b & 63;
+    uint64_t *lo = &sb->bits[w];
+    uint64_t part = v << sh;
+    uint64_t chg = (set ? part & ~*lo : part & *lo);
+    *lo = set ? *lo | part : *lo & ~part;
+    uint64_t out = chg >> sh;
+    if (sh && v >> (64 - sh)) {
+        uint64_t *hi = &sb->bits[(w + 1) & (sb->cap / 64 - 1)];
+        part = v >> (64 - sh);
+        chg = set ? part & ~*hi : part & *hi;
+        *hi = set ? *hi | part : *hi & ~part;
+        out |= chg << (64 - sh);
+    }
+    return out;
+}
+
+/* n (1..64) bits of a SACK bitmap from bit i, bit i in bit 0 (LSB first
+ * in each byte, docs/WIRE.md); reads none of the nbytes bytes past it. */
+static uint64_t bm_get(const uint8_t *bm, uint32_t nbytes, uint32_t i, uint32_t n)
+{
+    uint32_t at = i >> 3, sh = i & 7;
+    uint64_t v = 0;
+    if (at + 8 <= nbytes) {
+        uint8_t b[8];
+        memcpy(b, bm + at, 8);
+        for (int k = 7; k >= 0; k--)
+            v = v << 8 | b[k];
+        v >>= sh;
+        if (sh && at + 8 < nbytes)
+            v |= (uint64_t)bm[at + 8] << (64 - sh);
+    } else {
+        for (uint32_t k = 0; k < 8 && at + k < nbytes; k++)
+            v |= (uint64_t)bm[at + k] << (8 * k);
+        v >>= sh;
+    }
+    return v & low_bits(n);
+}
+
+static uint32_t bm_count(const uint8_t *bm, uint32_t nbytes, uint32_t i, uint32_t end)
+{
+    uint32_t c = 0;
+    for (; i < end; i += 64)
+        c += (uint32_t)__builtin_popcountll(bm_get(bm, nbytes, i, SR_MIN(64u, end - i)));
+    return c;
+}
+
 struct sr_sack_sb *sr_sack_sb_new(uint32_t window_pkts, uint32_t psn)
 {
     /* READ requests consume many PSNs: room for twice the window */
@@ -46,7 +115,7 @@ void sr_sack_sb_reset(struct sr_sack_sb *sb, uint32_t psn)
     sb->lo = sb->hi = sb->resent = psn & SR_PSN_MASK;
     sb->cnt = 0;
     sb->timed_out = false;
-    sb->lost_since = 0;
+    sb->ep_n = 0;
 }
 
 void sr_sack_sb_ack(struct sr_sack_sb *sb, uint32_t psn)
@@ -63,50 +132,73 @@ void sr_sack_sb_ack(struct sr_sack_sb *sb, uint32_t psn)
             sb->resent = psn;
         return;
     }
-    for (uint32_t p = sb->lo; p != psn; p = sr_psn_add(p, 1)) {
-        uint32_t b = sb_bit(sb, p);
-        if (sb->bits[b >> 6] >> (b & 63) & 1) {
-            sb->bits[b >> 6] &= ~(1ull << (b & 63));
-            sb->cnt--;
-        }
+    uint32_t len = (psn - sb->lo) & SR_PSN_MASK;
+    for (uint32_t j = 0; j < len; j += 64) {
+        uint32_t n = SR_MIN(64u, len - j);
+        uint64_t gone = sb_put(sb, sr_psn_add(sb->lo, j), low_bits(n), false);
+        sb->cnt -= (uint32_t)__builtin_popcountll(gone);
     }
     sb->lo = psn;
     sb->timed_out = false;
     /* the hole whose window was running may be acknowledged now: the
      * next SACK starts a window for what is still missing, and the probe
      * timer is not left at a deadline nothing waits for (comp.c) */
-    sb->lost_since = 0;
+    sb->ep_n = 0;
     if (sr_psn_lt(sb->resent, psn))
         sb->resent = psn;
+}
+
+/* Offsets x from lo (mod 2^24): x in [2^23, 2^24) is before lo; the PSNs
+ * a SACK may mark are an interval [*vlo, *vhi) of x within [0, cap): sent
+ * (before max_sent) and tracked. */
+static void sb_valid(const struct sr_sack_sb *sb, uint32_t max_sent, uint32_t *vlo, uint32_t *vhi)
+{
+    uint32_t m = (max_sent - sb->lo) & SR_PSN_MASK;
+    if (m <= 0x800000u) {
+        *vlo = 0;
+        *vhi = SR_MIN(m, sb->cap);
+    } else {
+        /* max_sent is "before" lo: only x with x - m wrapping to the
+         * lower half is before it */
+        *vlo = SR_MIN(m - 0x800000u, sb->cap);
+        *vhi = sb->cap;
+    }
 }
 
 uint32_t sr_sack_sb_mark(struct sr_sack_sb *sb, uint32_t base, const uint8_t *bitmap,
                          uint32_t nbits, uint32_t max_sent, uint32_t *ignored)
 {
-    uint32_t added = 0;
-    for (uint32_t i = 0; i < nbits; i++) {
-        if (!bitmap[i >> 3]) {
-            i |= 7; /* a byte of holes */
-            continue;
+    uint32_t nbytes = (uint32_t)(((uint64_t)nbits + 7) / 8);
+    uint32_t vlo, vhi;
+    sb_valid(sb, max_sent, &vlo, &vhi);
+    uint32_t added = 0, top = 0; /* top: one past the highest valid mark, as an offset */
+    /* segments of the bitmap whose offsets do not wrap at 2^24; in each,
+     * [vlo, vhi) is marked, [0, vlo) and [vhi, 2^23) are lies */
+    for (uint32_t i = 0; i < nbits;) {
+        uint32_t x = (base + i - sb->lo) & SR_PSN_MASK;
+        uint32_t seg = (uint32_t)SR_MIN((uint64_t)nbits - i, 0x1000000u - (uint64_t)x);
+        uint32_t xend = x + seg;
+        const uint32_t bad[2][2] = {{0, vlo}, {vhi, 0x800000u}};
+        for (int k = 0; k < 2; k++) {
+            uint32_t a = SR_MAX(x, bad[k][0]), b = SR_MIN(xend, bad[k][1]);
+            if (a < b)
+                *ignored += bm_count(bitmap, nbytes, i + (a - x), i + (b - x));
         }
-        if (!(bitmap[i >> 3] >> (i & 7) & 1))
-            continue;
-        uint32_t p = sr_psn_add(base, i);
-        if (sr_psn_lt(p, sb->lo))
-            continue; /* acknowledged already */
-        if (!sr_psn_lt(p, max_sent) || (uint32_t)sr_psn_diff(p, sb->lo) >= sb->cap) {
-            (*ignored)++; /* a PSN never sent, or out of range: a broken or lying peer */
-            continue;
+        uint32_t a = SR_MAX(x, vlo), b = SR_MIN(xend, vhi);
+        for (uint32_t j = a; j < b; j += 64) {
+            uint32_t n = SR_MIN(64u, b - j);
+            uint64_t v = bm_get(bitmap, nbytes, i + (j - x), n);
+            if (!v)
+                continue;
+            uint64_t fresh = sb_put(sb, sr_psn_add(sb->lo, j), v, true);
+            added += (uint32_t)__builtin_popcountll(fresh);
+            top = SR_MAX(top, j + 64 - (uint32_t)__builtin_clzll(v));
         }
-        if (sb_test(sb, p))
-            continue;
-        uint32_t b = sb_bit(sb, p);
-        sb->bits[b >> 6] |= 1ull << (b & 63);
-        sb->cnt++;
-        added++;
-        if (!sr_psn_lt(p, sb->hi))
-            sb->hi = sr_psn_add(p, 1);
+        i += seg;
     }
+    sb->cnt += added;
+    if (top > ((sb->hi - sb->lo) & SR_PSN_MASK))
+        sb->hi = sr_psn_add(sb->lo, top);
     return added;
 }
 
@@ -122,22 +214,36 @@ uint32_t sr_sack_sb_lost_limit(const struct sr_sack_sb *sb, uint32_t max_sent, b
         return sb->lo;
     if (all || sb->hi == max_sent)
         return sb->hi;
+    /* the dupthresh-th mark from the top, 64 PSNs at a time downwards */
     uint32_t seen = 0;
-    for (uint32_t p = sr_psn_add(sb->hi, SR_PSN_MASK);; p = sr_psn_add(p, SR_PSN_MASK)) {
-        if (sb_test(sb, p) && ++seen == dupthresh)
-            return p;
-        if (p == sb->lo)
-            return sb->lo;
+    for (uint32_t end = (sb->hi - sb->lo) & SR_PSN_MASK; end > 0 && dupthresh;) {
+        uint32_t n = SR_MIN(64u, end), start = end - n;
+        uint64_t v = sb_get(sb, sr_psn_add(sb->lo, start), n);
+        uint32_t c = (uint32_t)__builtin_popcountll(v);
+        if (seen + c >= dupthresh) {
+            for (uint32_t r = dupthresh - seen; --r;)
+                v &= ~(1ull << (63 - __builtin_clzll(v)));
+            return sr_psn_add(sb->lo, start + 63 - (uint32_t)__builtin_clzll(v));
+        }
+        seen += c;
+        end = start;
     }
+    return sb->lo;
 }
 
 bool sr_sack_sb_next_hole(const struct sr_sack_sb *sb, uint32_t from, uint32_t limit, uint32_t *psn)
 {
     if (sr_psn_lt(from, sb->lo))
         from = sb->lo;
-    for (uint32_t p = from; sr_psn_lt(p, limit); p = sr_psn_add(p, 1)) {
-        if (!sb_test(sb, p)) {
-            *psn = p;
+    if (!sr_psn_lt(from, limit))
+        return false;
+    /* past cap PSNs the ring repeats itself: no hole in the first cap, none at all */
+    uint32_t len = SR_MIN((uint32_t)sr_psn_diff(limit, from), sb->cap);
+    for (uint32_t j = 0; j < len; j += 64) {
+        uint32_t n = SR_MIN(64u, len - j);
+        uint64_t holes = ~sb_get(sb, sr_psn_add(from, j), n) & low_bits(n);
+        if (holes) {
+            *psn = sr_psn_add(from, j + (uint32_t)__builtin_ctzll(holes));
             return true;
         }
     }
@@ -150,14 +256,17 @@ bool sr_sack_sb_next_hole(const struct sr_sack_sb *sb, uint32_t from, uint32_t l
  * SR_SACK_REO_PERSIST recoveries. A D-SACK for anything else (a probe, a
  * go-back-N resend, a copy the network made) says nothing about
  * reordering. */
-void sr_sack_sb_resent(struct sr_sack_sb *sb, uint32_t psn)
+void sr_sack_sb_resent(struct sr_sack_sb *sb, uint32_t psn, uint64_t lost_at_ns)
 {
     sb->rs_psn[sb->rs_at] = psn & SR_PSN_MASK;
+    sb->rs_lost_at[sb->rs_at] = lost_at_ns;
     sb->rs_at = (sb->rs_at + 1) % SR_SACK_RS_RING;
     if (sb->rs_cnt < SR_SACK_RS_RING)
         sb->rs_cnt++;
-    if (sb->reo_persist && !--sb->reo_persist)
+    if (sb->reo_persist && !--sb->reo_persist) {
         sb->reo_mult = 1;
+        sb->reo_late_ns = 0;
+    }
 }
 
 bool sr_sack_sb_dsack(struct sr_sack_sb *sb, uint32_t psn, uint64_t now_ns, uint64_t srtt_ns)
@@ -167,8 +276,19 @@ bool sr_sack_sb_dsack(struct sr_sack_sb *sb, uint32_t psn, uint64_t now_ns, uint
         uint32_t i = (sb->rs_at + SR_SACK_RS_RING - 1 - k) % SR_SACK_RS_RING;
         if (sb->rs_psn[i] != psn)
             continue;
+        /* The original reached the responder before this resend did, so
+         * its SACK would have come by now: it was at most now - lost_at
+         * late, which the window covers from now on. Overestimated by the
+         * resend's round trip, the window is still no later than needed
+         * by more than one round trip, and a lateness beyond the window
+         * it had raises it again at the next spurious resend. */
+        uint64_t lost_at = sb->rs_lost_at[i];
+        if (lost_at && now_ns > lost_at && now_ns - lost_at > sb->reo_late_ns)
+            sb->reo_late_ns = now_ns - lost_at;
         /* forget it: a second D-SACK of the same PSN is the network's copy */
-        sb->rs_psn[i] = sb->rs_psn[(sb->rs_at + SR_SACK_RS_RING - sb->rs_cnt) % SR_SACK_RS_RING];
+        uint32_t last = (sb->rs_at + SR_SACK_RS_RING - sb->rs_cnt) % SR_SACK_RS_RING;
+        sb->rs_psn[i] = sb->rs_psn[last];
+        sb->rs_lost_at[i] = sb->rs_lost_at[last];
         sb->rs_cnt--;
         /* reo_persist is 0 before the first growth, and again once the
          * window fell back */
@@ -185,7 +305,7 @@ bool sr_sack_sb_dsack(struct sr_sack_sb *sb, uint32_t psn, uint64_t now_ns, uint
 
 uint64_t sr_sack_sb_reo_wnd(const struct sr_sack_sb *sb, uint64_t srtt_ns)
 {
-    return SR_MIN(sb->reo_mult * (srtt_ns / 4), srtt_ns);
+    return SR_MAX(SR_MIN(sb->reo_mult * (srtt_ns / 4), srtt_ns), sb->reo_late_ns);
 }
 
 /* ---- on a QP ---- */
@@ -301,6 +421,16 @@ void sr_sack_rx(struct sr_qp *qp, const struct sr_pkt *pkt, struct sr_comp_next 
     }
 }
 
+/* The probe timer comes due no later than at, when a lost hole's
+ * reordering window ends (comp.c then asks for sr_sack_resend). */
+static void wait_lost(struct sr_qp *qp, uint64_t at)
+{
+    if (!qp->comp.probe_at || at < qp->comp.probe_at) {
+        qp->comp.probe_at = at;
+        sr_engine_activate(qp->eng, qp);
+    }
+}
+
 void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
 {
     enum sr_qp_state s = qp->attr.qp_state;
@@ -311,33 +441,46 @@ void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
         return;
     uint32_t limit = sr_sack_sb_lost_limit(sb, qp->req.max_sent, all, dupthresh(qp));
     uint32_t from = all ? sb->lo : sb->resent;
-    uint32_t h;
+    uint32_t h, due = 0;
     if (!all) {
         /* A hole counted lost may only be late (reordered, RFC 8985 2.2):
-         * resend once it has been counted lost for a quarter of SRTT
-         * (RACK's reordering window, 6.2); the probe comes due then, so
-         * a hole no later SACK reports still goes in time. */
+         * resend once it has been counted lost for the reordering window
+         * (6.2), each hole timed from the SACK that first counted it lost,
+         * so that a hole counted lost just now does not go with an older
+         * one whose window ran out; the probe comes due at the oldest
+         * deadline, so a hole no later SACK reports still goes in time. */
         if (!sr_sack_sb_next_hole(sb, from, limit, &h)) {
-            sb->lost_since = 0;
-            return;
-        }
-        uint64_t wnd = reo_wnd(qp);
-        if (!sb->lost_since)
-            sb->lost_since = now_ns | 1;
-        /* lost_since is now | 1 (0 means none): compared as a deadline,
-         * never as a difference, which would wrap for an even now */
-        uint64_t at = sb->lost_since + wnd;
-        if (wnd && now_ns < at) {
-            if (!qp->comp.probe_at || at < qp->comp.probe_at) {
-                qp->comp.probe_at = at;
-                sr_engine_activate(qp->eng, qp);
+            if (sb->ep_n) {
+                /* the holes came after all: the probe timer no longer
+                 * waits for a window (sr_comp_probe_arm took its end) */
+                sb->ep_n = 0;
+                sr_comp_probe_arm(qp, now_ns);
             }
             return;
         }
+        if (!sb->ep_n || sr_psn_lt(sb->ep_lim[sb->ep_n - 1], limit)) {
+            if (sb->ep_n == SR_SACK_EPOCHS) {
+                sb->ep_lim[sb->ep_n - 1] = limit; /* full: the newest epoch grows */
+            } else {
+                /* now | 1 (0 means none): compared as a deadline, never
+                 * as a difference, which would wrap for an even now */
+                sb->ep_lim[sb->ep_n] = limit;
+                sb->ep_at[sb->ep_n] = now_ns | 1;
+                sb->ep_n++;
+            }
+        }
+        uint64_t wnd = reo_wnd(qp);
+        while (due < sb->ep_n && (!wnd || now_ns >= sb->ep_at[due] + wnd))
+            due++;
+        if (!due) {
+            wait_lost(qp, sb->ep_at[0] + wnd);
+            return;
+        }
+        limit = sb->ep_lim[due - 1];
     }
-    sb->lost_since = 0;
     int budget = SR_SACK_RESEND_MAX;
     bool sent = false;
+    uint32_t k = 0;
     while (budget-- > 0 && sr_sack_sb_next_hole(sb, from, limit, &h)) {
         bool one = false;
         uint32_t used = sr_req_resend(qp, h, now_ns, &one);
@@ -348,29 +491,45 @@ void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
         if (one) {
             qp->eng->stats.sack_resends++;
             sent = true;
-            if (!all)
-                sr_sack_sb_resent(sb, h);
+            if (!all) {
+                while (k + 1 < due && !sr_psn_lt(h, sb->ep_lim[k]))
+                    k++;
+                sr_sack_sb_resent(sb, h, sb->ep_at[k]);
+            }
         }
         from = sr_psn_add(h, used);
         if (sr_psn_lt(sb->resent, from))
             sb->resent = from;
     }
+    if (all) {
+        sb->ep_n = 0;
+    } else {
+        /* The epochs that came due are resent; later ones wait on. Holes
+         * a full budget left over, or that had nothing to resend, wait
+         * for a window that a later SACK starts, as a deadline already
+         * passed would bring the probe timer back at once. */
+        sb->ep_n -= due;
+        memmove(sb->ep_lim, sb->ep_lim + due, sb->ep_n * sizeof(sb->ep_lim[0]));
+        memmove(sb->ep_at, sb->ep_at + due, sb->ep_n * sizeof(sb->ep_at[0]));
+    }
     if (sent || !qp->comp.probe_at)
         sr_comp_probe_arm(qp, now_ns);
+    if (sb->ep_n)
+        wait_lost(qp, sb->ep_at[0] + reo_wnd(qp));
 }
 
 bool sr_sack_lost_pending(struct sr_qp *qp)
 {
     struct sr_sack_sb *sb = qp_sb(qp, false);
-    return sb && sb->cnt && sb->lost_since;
+    return sb && sb->cnt && sb->ep_n;
 }
 
 uint64_t sr_sack_lost_deadline(const struct sr_qp *qp)
 {
     const struct sr_sack_sb *sb = qp->comp.sb;
-    if (!sb || !sb->cnt || !sb->lost_since)
+    if (!sb || !sb->cnt || !sb->ep_n)
         return 0;
-    return sb->lost_since + reo_wnd(qp);
+    return sb->ep_at[0] + reo_wnd(qp);
 }
 
 bool sr_sack_probe_holes(struct sr_qp *qp)

@@ -37,21 +37,31 @@ enum { SR_SACK_REO_PERSIST = 16, SR_SACK_REO_MULT_MAX = 4 };
 /* Selective resends remembered, to tell a D-SACK of one (spurious) from
  * one of a duplicate the network made. */
 enum { SR_SACK_RS_RING = 16 };
+/* Detection times kept for the holes counted lost and not yet resent
+ * (RFC 8985 6.2 times each packet's reordering window from its own
+ * detection, not from the first hole's). */
+enum { SR_SACK_EPOCHS = 8 };
 
 /* ---- the scoreboard, pure (PSN arithmetic only; unit-tested alone) ---- */
 struct sr_sack_sb {
-    uint32_t cap;        /* bits: a power of two; PSNs [lo, lo + cap) are tracked */
-    uint32_t lo;         /* every PSN before it is acknowledged cumulatively */
-    uint32_t hi;         /* one past the highest PSN marked; == lo: none */
-    uint32_t cnt;        /* PSNs marked in [lo, hi) */
-    uint32_t resent;     /* holes before it were resent in this recovery */
-    bool timed_out;      /* a transport timeout since lo last moved */
-    uint64_t lost_since; /* when a hole not yet resent was first counted lost; 0: none */
+    uint32_t cap;    /* bits: a power of two; PSNs [lo, lo + cap) are tracked */
+    uint32_t lo;     /* every PSN before it is acknowledged cumulatively */
+    uint32_t hi;     /* one past the highest PSN marked; == lo: none */
+    uint32_t cnt;    /* PSNs marked in [lo, hi) */
+    uint32_t resent; /* holes before it were resent in this recovery */
+    bool timed_out;  /* a transport timeout since lo last moved */
+    /* holes counted lost, not yet resent: those before ep_lim[k] were
+     * counted lost at ep_at[k] (both ascending); ep_n == 0: none */
+    uint32_t ep_lim[SR_SACK_EPOCHS];
+    uint64_t ep_at[SR_SACK_EPOCHS];
+    uint32_t ep_n;
     /* the adaptive reordering window (RFC 8985 6.2), kept across resets */
-    uint32_t reo_mult;                /* the window is reo_mult quarters of SRTT */
-    uint32_t reo_persist;             /* recoveries left before reo_mult falls back to 1 */
-    uint64_t reo_grown_at;            /* when reo_mult last grew (at most once per SRTT) */
-    uint32_t rs_psn[SR_SACK_RS_RING]; /* recent selective resends, a ring */
+    uint32_t reo_mult;                    /* the window is reo_mult quarters of SRTT */
+    uint32_t reo_persist;                 /* recoveries left before reo_mult falls back to 1 */
+    uint64_t reo_grown_at;                /* when reo_mult last grew (at most once per SRTT) */
+    uint64_t reo_late_ns;                 /* the longest lateness a D-SACK showed */
+    uint32_t rs_psn[SR_SACK_RS_RING];     /* recent selective resends, a ring, */
+    uint64_t rs_lost_at[SR_SACK_RS_RING]; /* and when each was counted lost (0: unknown) */
     uint32_t rs_at, rs_cnt;
     uint32_t probe_psn; /* the last probe's PSN, */
     bool probe_out;     /* while no D-SACK reported it */
@@ -82,15 +92,18 @@ uint32_t sr_sack_sb_lost_limit(const struct sr_sack_sb *sb, uint32_t max_sent, b
 /* The first unmarked PSN in [from, limit), if any. */
 bool sr_sack_sb_next_hole(const struct sr_sack_sb *sb, uint32_t from, uint32_t limit,
                           uint32_t *psn);
-/* psn was resent because the board counted it lost (not by a probe or the
- * timer): remembered for a D-SACK; one more loss recovery. */
-void sr_sack_sb_resent(struct sr_sack_sb *sb, uint32_t psn);
+/* psn was resent because the board counted it lost at lost_at_ns (0:
+ * unknown), not by a probe or the timer: remembered for a D-SACK; one
+ * more loss recovery. */
+void sr_sack_sb_resent(struct sr_sack_sb *sb, uint32_t psn, uint64_t lost_at_ns);
 /* A D-SACK reported psn received twice at now_ns: true if it was one of
  * the remembered resends (spurious, forgotten now); the reordering window
- * then grows, once per srtt_ns. */
+ * then grows, once per srtt_ns, and covers at least the time from the
+ * resend's detection to now (the original was at most that late). */
 bool sr_sack_sb_dsack(struct sr_sack_sb *sb, uint32_t psn, uint64_t now_ns, uint64_t srtt_ns);
 /* The reordering window for a round trip of srtt_ns: reo_mult quarters of
- * it, at most srtt_ns (RFC 8985 6.2). */
+ * it, at most srtt_ns (RFC 8985 6.2), or the lateness D-SACKs showed if
+ * that is longer. */
 uint64_t sr_sack_sb_reo_wnd(const struct sr_sack_sb *sb, uint64_t srtt_ns);
 
 /* ---- the requester (sack.c) ---- */

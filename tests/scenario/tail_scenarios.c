@@ -340,6 +340,7 @@ struct ro {
     uint32_t nlate;
     uint64_t dsacks_seen, dsacks_stray; /* on the wire; naming a PSN never held back */
     uint64_t data_pkts;                 /* first sights of node 0's requests */
+    uint64_t drop_at;                   /* this first sight is lost (0: none) */
 };
 
 static uint32_t be24(const uint8_t *p)
@@ -351,7 +352,11 @@ static void ro_filter(struct scn *s, const struct scn_pkt_info *pi, struct scn_v
 {
     struct ro *r = s->cfg.filter_arg;
     if (pi->from == 0 && pi->opcode == SCN_OP_WRITE_ONLY && pi->nth == 0) {
-        if (++r->data_pkts % RO_EVERY == 0 && r->nlate < SR_ARRAY_SIZE(r->late)) {
+        if (++r->data_pkts == r->drop_at) {
+            v->drop = true;
+            return;
+        }
+        if (r->data_pkts % RO_EVERY == 0 && r->nlate < SR_ARRAY_SIZE(r->late)) {
             r->late[r->nlate++] = pi->psn;
             v->delay_ns = r->delay_ns;
         }
@@ -443,6 +448,32 @@ static void test_reorder_adapts(void)
     SR_CHECK_EQ(res.st[0].probes, 0); /* a reordering deadline is no probe */
 }
 
+/* Packets three round trips late (120 us against an SRTT of about
+ * 41 us): RFC 8985 6.2's window, at most SRTT, can never wait for them,
+ * but the lateness the D-SACKs of the first spurious resends show can
+ * (sack.c). Once learnt, the stream's last batch, reordered alike, draws
+ * at most a few resends; a real loss in it is still repaired, with no
+ * transport timeout. */
+static void test_reorder_beyond_srtt(void)
+{
+    sr_test_ctx = "reordering by 3 x SRTT: the window learns the lateness";
+    struct ro r = {.delay_ns = 3 * RO_LATE_NS, .drop_at = 2 * RO_BATCH + RO_BATCH / 2 + 7};
+    struct ro_result res = ro_run(&r);
+    printf("reordering %u of %u packets by %" PRIu64 " us, one lost in the last batch: resends per "
+           "batch %" PRIu64 ", %" PRIu64 ", %" PRIu64 "; %" PRIu64 " spurious\n",
+           r.nlate, RO_N, 3 * RO_LATE_NS / US, res.resends[0], res.resends[1], res.resends[2],
+           res.st[0].sack_spurious);
+    SR_CHECK(res.resends[0] > 0);  /* the window started too small: the test bites */
+    SR_CHECK(res.resends[2] >= 1); /* the lost packet */
+    SR_CHECK(res.resends[2] <= 3); /* and hardly any of the 20 late ones */
+    SR_CHECK_EQ(res.st[0].timeouts, 0);
+    /* a late packet at a batch's tail has no 3 marks after it: the probe
+     * timeout, shorter than its lateness, asks for it */
+    SR_CHECK(res.st[0].probes <= RO_BATCHES);
+    SR_CHECK_EQ(res.st[0].sack_bad, 0);
+    SR_CHECK_EQ(r.dsacks_stray, 0);
+}
+
 /* The same wire, with the D-SACK flag cleared on the way: the requester
  * sees SACKs of an empty bitmap, as an older softrdma peer's parser sees
  * the flag (unknown SACKETH flags and reserved bytes are ignored), and
@@ -475,6 +506,7 @@ int main(int argc, char **argv)
     SR_RUN(test_pingpong_every_message);
     if (sack_mode) {
         SR_RUN(test_reorder_adapts);
+        SR_RUN(test_reorder_beyond_srtt);
         SR_RUN(test_dsack_ignored);
     }
     return SR_TEST_RESULT();

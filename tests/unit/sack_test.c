@@ -122,9 +122,9 @@ static void test_reo_window(void)
     SR_CHECK(!sr_sack_sb_dsack(sb, 5, 1000, SRTT));
     SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT / 4);
     /* resends across the wrap, then their D-SACKs */
-    sr_sack_sb_resent(sb, SR_PSN_MASK);
-    sr_sack_sb_resent(sb, 1);
-    sr_sack_sb_resent(sb, 2);
+    sr_sack_sb_resent(sb, SR_PSN_MASK, 0);
+    sr_sack_sb_resent(sb, 1, 0);
+    sr_sack_sb_resent(sb, 2, 0);
     SR_CHECK(sr_sack_sb_dsack(sb, SR_PSN_MASK, 1000, SRTT));
     SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT / 2);
     /* the same PSN again: the network's copy, no growth */
@@ -136,7 +136,7 @@ static void test_reo_window(void)
     SR_CHECK(sr_sack_sb_dsack(sb, 2, 1000 + SRTT, SRTT));
     SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), 3 * SRTT / 4);
     for (uint32_t k = 0; k < 4; k++) {
-        sr_sack_sb_resent(sb, 100 + k);
+        sr_sack_sb_resent(sb, 100 + k, 0);
         SR_CHECK(sr_sack_sb_dsack(sb, 100 + k, 1000 + (2 + k) * SRTT, SRTT));
     }
     SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT);
@@ -145,16 +145,238 @@ static void test_reo_window(void)
     SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT);
     /* SR_SACK_REO_PERSIST recoveries without a D-SACK: back to a quarter */
     for (uint32_t k = 0; k < SR_SACK_REO_PERSIST - 1; k++)
-        sr_sack_sb_resent(sb, 600 + k);
+        sr_sack_sb_resent(sb, 600 + k, 0);
     SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT);
-    sr_sack_sb_resent(sb, 700);
+    sr_sack_sb_resent(sb, 700, 0);
     SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT / 4);
     /* only the last SR_SACK_RS_RING resends are remembered */
     for (uint32_t k = 0; k <= SR_SACK_RS_RING; k++)
-        sr_sack_sb_resent(sb, 800 + k);
+        sr_sack_sb_resent(sb, 800 + k, 0);
     SR_CHECK(!sr_sack_sb_dsack(sb, 800, 1000000, SRTT));
     SR_CHECK(sr_sack_sb_dsack(sb, 801, 1000000, SRTT));
     free(sb);
+}
+
+/* ---- the word-at-a-time scoreboard against a bit-by-bit reference ----
+ * The reference below is the plain reading of sack.h, one PSN at a time;
+ * sack.c does the same 64 PSNs at a time. Both run the same random
+ * operations on boards of their own and must agree on every result and
+ * every bit: bases before, at and past lo, bitmaps reaching past the
+ * tracked range and past max_sent (ignored, counted), max_sent before lo,
+ * lengths that are not whole words or bytes, ACKs inside and past the
+ * marks, DupThresh from 0 up past the marks, all across the 2^24 wrap. */
+static bool ref_test(const struct sr_sack_sb *sb, uint32_t psn)
+{
+    uint32_t b = psn & (sb->cap - 1);
+    return sb->bits[b >> 6] >> (b & 63) & 1;
+}
+
+static uint32_t ref_mark(struct sr_sack_sb *sb, uint32_t base, const uint8_t *bm, uint32_t nbits,
+                         uint32_t max_sent, uint32_t *ignored)
+{
+    uint32_t added = 0;
+    for (uint32_t i = 0; i < nbits; i++) {
+        if (!(bm[i >> 3] >> (i & 7) & 1))
+            continue;
+        uint32_t p = sr_psn_add(base, i);
+        if (sr_psn_lt(p, sb->lo))
+            continue;
+        if (!sr_psn_lt(p, max_sent) || (uint32_t)sr_psn_diff(p, sb->lo) >= sb->cap) {
+            (*ignored)++;
+            continue;
+        }
+        if (ref_test(sb, p))
+            continue;
+        uint32_t b = p & (sb->cap - 1);
+        sb->bits[b >> 6] |= 1ull << (b & 63);
+        sb->cnt++;
+        added++;
+        if (!sr_psn_lt(p, sb->hi))
+            sb->hi = sr_psn_add(p, 1);
+    }
+    return added;
+}
+
+static void ref_ack(struct sr_sack_sb *sb, uint32_t psn)
+{
+    if (!sr_psn_lt(sb->lo, psn))
+        return;
+    if (!sr_psn_lt(psn, sb->hi)) {
+        if (sb->cnt)
+            sr_sack_sb_reset(sb, psn);
+        sb->lo = sb->hi = psn;
+        sb->timed_out = false;
+        if (sr_psn_lt(sb->resent, psn))
+            sb->resent = psn;
+        return;
+    }
+    for (uint32_t p = sb->lo; p != psn; p = sr_psn_add(p, 1)) {
+        uint32_t b = p & (sb->cap - 1);
+        if (sb->bits[b >> 6] >> (b & 63) & 1) {
+            sb->bits[b >> 6] &= ~(1ull << (b & 63));
+            sb->cnt--;
+        }
+    }
+    sb->lo = psn;
+    sb->timed_out = false;
+    sb->ep_n = 0;
+    if (sr_psn_lt(sb->resent, psn))
+        sb->resent = psn;
+}
+
+static uint32_t ref_lost_limit(const struct sr_sack_sb *sb, uint32_t max_sent, bool all,
+                               uint32_t dupthresh)
+{
+    if (!sb->cnt)
+        return sb->lo;
+    if (all || sb->hi == max_sent)
+        return sb->hi;
+    uint32_t seen = 0;
+    for (uint32_t p = sr_psn_add(sb->hi, SR_PSN_MASK);; p = sr_psn_add(p, SR_PSN_MASK)) {
+        if (ref_test(sb, p) && ++seen == dupthresh)
+            return p;
+        if (p == sb->lo)
+            return sb->lo;
+    }
+}
+
+static bool ref_next_hole(const struct sr_sack_sb *sb, uint32_t from, uint32_t limit, uint32_t *psn)
+{
+    if (sr_psn_lt(from, sb->lo))
+        from = sb->lo;
+    for (uint32_t p = from; sr_psn_lt(p, limit); p = sr_psn_add(p, 1)) {
+        if (!ref_test(sb, p)) {
+            *psn = p;
+            return true;
+        }
+    }
+    return false;
+}
+
+static uint64_t rnd_state;
+static uint32_t rnd(uint32_t n)
+{
+    rnd_state ^= rnd_state << 13;
+    rnd_state ^= rnd_state >> 7;
+    rnd_state ^= rnd_state << 17;
+    return n ? (uint32_t)(rnd_state % n) : 0;
+}
+
+/* A PSN near lo: from just before it to just past the tracked range. */
+static uint32_t rnd_near(const struct sr_sack_sb *sb, uint32_t before, uint32_t after)
+{
+    if (!rnd(50))
+        return rnd(SR_PSN_MASK + 1); /* anywhere */
+    return sr_psn_add(sb->lo, rnd(before + sb->cap + after) + SR_PSN_MASK + 1 - before);
+}
+
+static void rnd_bitmap(uint8_t *bm, uint32_t len)
+{
+    uint32_t kind = rnd(5);
+    for (uint32_t i = 0; i < len; i++) {
+        switch (kind) {
+        case 0: /* sparse */
+            bm[i] = rnd(8) ? 0 : (uint8_t)(1u << rnd(8));
+            break;
+        case 1: /* everything received */
+            bm[i] = 0xff;
+            break;
+        case 2: /* runs of holes and of marks */
+            bm[i] = (i / (1 + rnd(3))) % 2 ? 0xff : 0;
+            break;
+        default:
+            bm[i] = (uint8_t)rnd(256);
+        }
+    }
+}
+
+static bool same_board(const struct sr_sack_sb *a, const struct sr_sack_sb *b)
+{
+    return a->lo == b->lo && a->hi == b->hi && a->cnt == b->cnt &&
+           !memcmp(a->bits, b->bits, a->cap / 8);
+}
+
+static void run_words(uint32_t window, uint32_t lo0, uint32_t ops)
+{
+    struct sr_sack_sb *sb = sr_sack_sb_new(window, lo0), *ref = sr_sack_sb_new(window, lo0);
+    SR_CHECK(sb && ref);
+    if (!sb || !ref) {
+        free(sb);
+        free(ref);
+        return;
+    }
+    uint8_t bm[SR_SACK_MAX_BITS / 8 + 1];
+    uint32_t bad = 0;
+    for (uint32_t k = 0; k < ops && bad < 5; k++) {
+        uint32_t op = rnd(10);
+        if (op < 5) {
+            uint32_t nbits =
+                rnd(4) ? 64 * (1 + rnd(SR_SACK_MAX_BITS / 64)) : 1 + rnd(SR_SACK_MAX_BITS + 8);
+            uint32_t base = rnd_near(ref, SR_SACK_MAX_BITS + 64, 64);
+            uint32_t max_sent = rnd_near(ref, 64, 64);
+            if (rnd(2)) /* mostly: everything in the bitmap was sent */
+                max_sent = sr_psn_add(base, nbits + rnd(4));
+            rnd_bitmap(bm, (nbits + 7) / 8);
+            uint32_t ig = 0, rig = 0;
+            uint32_t got = sr_sack_sb_mark(sb, base, bm, nbits, max_sent, &ig);
+            uint32_t want = ref_mark(ref, base, bm, nbits, max_sent, &rig);
+            SR_CHECK_EQ(got, want);
+            SR_CHECK_EQ(ig, rig);
+        } else if (op < 7) {
+            /* inside the marks mostly, sometimes past them */
+            uint32_t span = (ref->hi - ref->lo) & SR_PSN_MASK;
+            uint32_t psn = sr_psn_add(ref->lo, rnd(span + 8));
+            if (!rnd(20))
+                psn = sr_psn_add(ref->lo, SR_PSN_MASK + 1 - rnd(8)); /* behind lo */
+            sr_sack_sb_ack(sb, psn);
+            ref_ack(ref, psn);
+        } else if (op < 8) {
+            uint32_t psn = rnd_near(ref, 4, 4);
+            if (!rnd(10)) {
+                sr_sack_sb_reset(sb, psn);
+                sr_sack_sb_reset(ref, psn);
+            }
+        }
+        /* the questions asked after every step */
+        uint32_t max_sent = rnd(3) ? ref->hi : rnd_near(ref, 8, 8);
+        bool all = !rnd(4);
+        uint32_t dt = rnd(3) ? 1 + rnd(8) : rnd(80);
+        SR_CHECK_EQ(sr_sack_sb_lost_limit(sb, max_sent, all, dt),
+                    ref_lost_limit(ref, max_sent, all, dt));
+        for (int q = 0; q < 3; q++) {
+            uint32_t from = rnd_near(ref, 8, 8), limit = rnd(2) ? ref->hi : rnd_near(ref, 8, 8);
+            uint32_t h = 0, rh = 0;
+            bool got = sr_sack_sb_next_hole(sb, from, limit, &h);
+            bool want = ref_next_hole(ref, from, limit, &rh);
+            SR_CHECK_EQ(got, want);
+            if (got && want)
+                SR_CHECK_EQ(h, rh);
+        }
+        bool same = same_board(sb, ref);
+        SR_CHECK(same);
+        if (!same)
+            bad++;
+    }
+    free(sb);
+    free(ref);
+}
+
+static void test_words(void)
+{
+    const struct {
+        const char *ctx;
+        uint32_t window, lo;
+    } rows[] = {
+        {"word marks, cap 1024 at psn 0", 64, 0},
+        {"word marks, cap 1024 across the wrap", 64, SR_PSN_MASK - 700},
+        {"word marks, cap 4096 across the wrap", 2048, SR_PSN_MASK - 3000},
+        {"word marks, cap 2048 at an odd psn", 1000, 12345},
+    };
+    rnd_state = 0x9e3779b97f4a7c15ull;
+    for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+        sr_test_ctx = rows[r].ctx;
+        run_words(rows[r].window, rows[r].lo, 3000);
+    }
 }
 
 int main(void)
@@ -162,5 +384,6 @@ int main(void)
     SR_RUN(test_basic);
     SR_RUN(test_reo_window);
     SR_RUN(test_range);
+    SR_RUN(test_words);
     return SR_TEST_RESULT();
 }
