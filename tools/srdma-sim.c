@@ -176,9 +176,10 @@ static void print_summary(const struct sr_xfer_cfg *c, const struct sr_xfer_resu
            s->rx_duplicate);
     if (c->sack)
         printf("  selective        %" PRIu64 " SACKs, %" PRIu64 " kept out of order, %" PRIu64
-               " selective resends, %" PRIu64 " probes, %" PRIu64 " overflows\n",
-               s->sacks_sent, s->ooo_stored + s->ooo_placed, q->sack_resends, q->probes,
-               s->ooo_overflow);
+               " selective resends (%" PRIu64 " of them again), %" PRIu64 " probes, %" PRIu64
+               " overflows\n",
+               s->sacks_sent, s->ooo_stored + s->ooo_placed, q->sack_resends, q->sack_lost_resends,
+               q->probes, s->ooo_overflow);
     const struct sr_sim_link_stats *a = &r->link[0], *b = &r->link[1];
     printf("  faults injected  lost %" PRIu64 ", duplicated %" PRIu64 ", reordered %" PRIu64
            ", corrupted %" PRIu64 " (ICRC drops %" PRIu64 "), queue drops %" PRIu64 "\n",

@@ -116,6 +116,8 @@ void sr_sack_sb_reset(struct sr_sack_sb *sb, uint32_t psn)
     sb->cnt = 0;
     sb->timed_out = false;
     sb->ep_n = 0;
+    sb->lr_n = 0;
+    sb->lr_next_at = 0;
 }
 
 void sr_sack_sb_ack(struct sr_sack_sb *sb, uint32_t psn)
@@ -267,6 +269,56 @@ void sr_sack_sb_resent(struct sr_sack_sb *sb, uint32_t psn, uint64_t lost_at_ns)
         sb->reo_mult = 1;
         sb->reo_late_ns = 0;
     }
+}
+
+void sr_sack_sb_track(struct sr_sack_sb *sb, uint32_t psn, uint32_t after, uint64_t now_ns)
+{
+    if (sb->lr_n == SR_SACK_LR_MAX) {
+        /* the oldest is left to the probe */
+        sb->lr_n--;
+        memmove(sb->lr_psn, sb->lr_psn + 1, sb->lr_n * sizeof(sb->lr_psn[0]));
+        memmove(sb->lr_after, sb->lr_after + 1, sb->lr_n * sizeof(sb->lr_after[0]));
+        memmove(sb->lr_at, sb->lr_at + 1, sb->lr_n * sizeof(sb->lr_at[0]));
+        memmove(sb->lr_passed, sb->lr_passed + 1, sb->lr_n * sizeof(sb->lr_passed[0]));
+    }
+    sb->lr_passed[sb->lr_n] = false;
+    sb->lr_psn[sb->lr_n] = psn & SR_PSN_MASK;
+    sb->lr_after[sb->lr_n] = after & SR_PSN_MASK;
+    sb->lr_at[sb->lr_n] = now_ns;
+    sb->lr_n++;
+}
+
+uint32_t sr_sack_sb_lost_resends(struct sr_sack_sb *sb, uint64_t now_ns, uint64_t wnd_ns,
+                                 uint32_t *out, uint32_t max, uint64_t *next_at)
+{
+    /* The newest followed resend shown delivered: every missing one sent
+     * before it was overtaken. */
+    uint32_t overtaken = 0, n = 0, kept = 0;
+    for (uint32_t k = 0; k < sb->lr_n; k++)
+        if (sr_psn_lt(sb->lr_psn[k], sb->lo) || sr_sack_sb_has(sb, sb->lr_psn[k]))
+            overtaken = k + 1;
+    *next_at = 0;
+    for (uint32_t k = 0; k < sb->lr_n; k++) {
+        uint32_t p = sb->lr_psn[k];
+        if (sr_psn_lt(p, sb->lo) || sr_sack_sb_has(sb, p))
+            continue; /* delivered: forgotten */
+        /* kept once learnt: the later one shown delivered is forgotten */
+        bool passed = sb->lr_passed[k] || k < overtaken || sr_psn_lt(sb->lr_after[k], sb->hi);
+        uint64_t at = sb->lr_at[k] + wnd_ns;
+        if (passed && now_ns >= at && n < max) {
+            out[n++] = p;
+            continue;
+        }
+        if (passed && (!*next_at || at < *next_at))
+            *next_at = at;
+        sb->lr_psn[kept] = p;
+        sb->lr_after[kept] = sb->lr_after[k];
+        sb->lr_at[kept] = sb->lr_at[k];
+        sb->lr_passed[kept] = passed;
+        kept++;
+    }
+    sb->lr_n = kept;
+    return n;
 }
 
 bool sr_sack_sb_dsack(struct sr_sack_sb *sb, uint32_t psn, uint64_t now_ns, uint64_t srtt_ns)
@@ -431,6 +483,38 @@ static void wait_lost(struct sr_qp *qp, uint64_t at)
     }
 }
 
+/* Resends that were lost again go once more, as soon as a packet sent
+ * after them is shown delivered (RFC 8985 6.3), rather than when the
+ * probe timeout, which every SACK of new deliveries pushes back, finally
+ * fires after the SACKs stop. False when the QP left RTS. */
+static bool resend_lost_resends(struct sr_qp *qp, struct sr_sack_sb *sb, uint64_t now_ns)
+{
+    enum sr_qp_state s = qp->attr.qp_state;
+    uint32_t lost[SR_SACK_LR_MAX];
+    uint64_t next_at = 0;
+    uint32_t n = sr_sack_sb_lost_resends(sb, now_ns, reo_wnd(qp), lost, SR_SACK_LR_MAX, &next_at);
+    bool sent = false;
+    for (uint32_t k = 0; k < n; k++) {
+        bool one = false;
+        if (!sr_req_resend(qp, lost[k], now_ns, &one))
+            continue;
+        if (qp->attr.qp_state != s)
+            return false;
+        if (one) {
+            qp->eng->stats.sack_resends++;
+            qp->eng->stats.sack_lost_resends++;
+            sent = true;
+            sr_sack_sb_track(sb, lost[k], qp->req.max_sent, now_ns);
+        }
+    }
+    sb->lr_next_at = next_at;
+    if (sent || !qp->comp.probe_at)
+        sr_comp_probe_arm(qp, now_ns); /* also after the timer fired for one */
+    if (next_at)
+        wait_lost(qp, next_at);
+    return true;
+}
+
 void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
 {
     enum sr_qp_state s = qp->attr.qp_state;
@@ -439,6 +523,8 @@ void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
     struct sr_sack_sb *sb = qp_sb(qp, false);
     if (!sb || !sb->cnt)
         return;
+    if (!all && (sb->lr_n || sb->lr_next_at) && !resend_lost_resends(qp, sb, now_ns))
+        return; /* the WQE failed: the QP left RTS */
     uint32_t limit = sr_sack_sb_lost_limit(sb, qp->req.max_sent, all, dupthresh(qp));
     uint32_t from = all ? sb->lo : sb->resent;
     uint32_t h, due = 0;
@@ -495,6 +581,7 @@ void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
                 while (k + 1 < due && !sr_psn_lt(h, sb->ep_lim[k]))
                     k++;
                 sr_sack_sb_resent(sb, h, sb->ep_at[k]);
+                sr_sack_sb_track(sb, h, qp->req.max_sent, now_ns);
             }
         }
         from = sr_psn_add(h, used);
@@ -521,15 +608,18 @@ void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
 bool sr_sack_lost_pending(struct sr_qp *qp)
 {
     struct sr_sack_sb *sb = qp_sb(qp, false);
-    return sb && sb->cnt && sb->ep_n;
+    return sb && sb->cnt && (sb->ep_n || (sb->lr_next_at && qp->eng->now_ns >= sb->lr_next_at));
 }
 
 uint64_t sr_sack_lost_deadline(const struct sr_qp *qp)
 {
     const struct sr_sack_sb *sb = qp->comp.sb;
-    if (!sb || !sb->cnt || !sb->ep_n)
+    if (!sb || !sb->cnt || (!sb->ep_n && !sb->lr_next_at))
         return 0;
-    return sb->ep_at[0] + reo_wnd(qp);
+    uint64_t at = sb->ep_n ? sb->ep_at[0] + reo_wnd(qp) : 0;
+    if (sb->lr_next_at && (!at || sb->lr_next_at < at))
+        at = sb->lr_next_at;
+    return at;
 }
 
 bool sr_sack_probe_holes(struct sr_qp *qp)

@@ -41,6 +41,9 @@ enum { SR_SACK_RS_RING = 16 };
  * (RFC 8985 6.2 times each packet's reordering window from its own
  * detection, not from the first hole's). */
 enum { SR_SACK_EPOCHS = 8 };
+/* Selective resends followed until the scoreboard shows them delivered,
+ * to tell when one was lost again (RFC 8985 6.3). */
+enum { SR_SACK_LR_MAX = 64 };
 
 /* ---- the scoreboard, pure (PSN arithmetic only; unit-tested alone) ---- */
 struct sr_sack_sb {
@@ -63,8 +66,16 @@ struct sr_sack_sb {
     uint32_t rs_psn[SR_SACK_RS_RING];     /* recent selective resends, a ring, */
     uint64_t rs_lost_at[SR_SACK_RS_RING]; /* and when each was counted lost (0: unknown) */
     uint32_t rs_at, rs_cnt;
-    uint32_t probe_psn; /* the last probe's PSN, */
-    bool probe_out;     /* while no D-SACK reported it */
+    /* selective resends not yet shown delivered, oldest first: each one's
+     * PSN, the send pointer when it left (every PSN from there on was sent
+     * after it) and when it left */
+    uint32_t lr_psn[SR_SACK_LR_MAX], lr_after[SR_SACK_LR_MAX];
+    uint64_t lr_at[SR_SACK_LR_MAX];
+    bool lr_passed[SR_SACK_LR_MAX]; /* something sent after it was delivered */
+    uint32_t lr_n;
+    uint64_t lr_next_at; /* when one more counts lost again; 0: none waits */
+    uint32_t probe_psn;  /* the last probe's PSN, */
+    bool probe_out;      /* while no D-SACK reported it */
     uint64_t bits[];
 };
 
@@ -96,6 +107,18 @@ bool sr_sack_sb_next_hole(const struct sr_sack_sb *sb, uint32_t from, uint32_t l
  * unknown), not by a probe or the timer: remembered for a D-SACK; one
  * more loss recovery. */
 void sr_sack_sb_resent(struct sr_sack_sb *sb, uint32_t psn, uint64_t lost_at_ns);
+/* psn was resent at now_ns with the send pointer at after: followed
+ * until the board shows it delivered (the oldest is forgotten when full). */
+void sr_sack_sb_track(struct sr_sack_sb *sb, uint32_t psn, uint32_t after, uint64_t now_ns);
+/* Of the followed resends, those the board shows delivered are forgotten;
+ * those still missing although something sent after them was delivered
+ * (a PSN at or past their send pointer, or a later followed resend) are
+ * lost again (RFC 8985 6.3: a packet is lost once one sent after it is
+ * delivered and the reordering window wnd_ns has passed): up to max of
+ * their PSNs go to out[], oldest first, and are forgotten. *next_at is set
+ * to the earliest time one more would count lost, 0 if none waits. */
+uint32_t sr_sack_sb_lost_resends(struct sr_sack_sb *sb, uint64_t now_ns, uint64_t wnd_ns,
+                                 uint32_t *out, uint32_t max, uint64_t *next_at);
 /* A D-SACK reported psn received twice at now_ns: true if it was one of
  * the remembered resends (spurious, forgotten now); the reordering window
  * then grows, once per srtt_ns, and covers at least the time from the

@@ -448,12 +448,13 @@ struct sr_engine_stats {
     uint64_t rx_ce, cnps_sent, cnps_rcvd;
     /* selective recovery (cfg.sack) */
     uint64_t sacks_sent, sacks_rcvd;
-    uint64_t sack_bad;       /* SACKs or bits ignored: malformed, out of window, unsent PSNs */
-    uint64_t sack_resends;   /* packets resent because a SACK showed them lost */
-    uint64_t ooo_stored;     /* out-of-order requests kept by the responder as a copy */
-    uint64_t ooo_drained;    /* ... and executed once the hole before them filled */
-    uint64_t ooo_dup;        /* copies of requests already kept */
-    uint64_t ooo_overflow;   /* not kept (window or memory full): sequence NAK as standard */
+    uint64_t sack_bad;          /* SACKs or bits ignored: malformed, out of window, unsent PSNs */
+    uint64_t sack_resends;      /* packets resent because a SACK showed them lost */
+    uint64_t sack_lost_resends; /* of those, resends shown lost again (RFC 8985 6.3) */
+    uint64_t ooo_stored;        /* out-of-order requests kept by the responder as a copy */
+    uint64_t ooo_drained;       /* ... and executed once the hole before them filled */
+    uint64_t ooo_dup;           /* copies of requests already kept */
+    uint64_t ooo_overflow;      /* not kept (window or memory full): sequence NAK as standard */
     uint64_t ooo_placed;     /* out-of-order WRITE pieces written at once, kept as headers only */
     uint64_t ooo_peak_bytes; /* the most the device's stores held at once (payload and slots) */
     /* slots the device's out-of-order pool took from the allocator (ooo.c) */

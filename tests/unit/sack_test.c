@@ -379,11 +379,82 @@ static void test_words(void)
     }
 }
 
+/* RFC 8985 6.3 on the board: a followed resend counts lost again once a
+ * packet sent after it (a PSN at or past its send pointer, or a later
+ * followed resend) is shown delivered and the window has passed; one shown
+ * delivered is forgotten; across the 2^24 wrap. */
+static void run_lost_resends(uint32_t lo)
+{
+    struct sr_sack_sb *sb = sr_sack_sb_new(64, lo);
+    SR_CHECK(sb != NULL);
+    if (!sb)
+        return;
+    uint8_t bm[8];
+    uint32_t ign = 0, out[SR_SACK_LR_MAX];
+    uint64_t next = 0;
+    uint32_t h1 = lo, h2 = sr_psn_add(lo, 5), sent = sr_psn_add(lo, 20);
+    /* holes lo and lo+5; lo+1..4, lo+6..19 arrived */
+    bits(bm, sizeof(bm),
+         (const int[]){1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}, 18);
+    SR_CHECK_EQ(sr_sack_sb_mark(sb, lo, bm, 64, sent, &ign), 18);
+    /* both resent at t=1000 with the send pointer at lo+20 */
+    sr_sack_sb_track(sb, h1, sent, 1000);
+    sr_sack_sb_track(sb, h2, sent, 1000);
+    /* nothing sent after them delivered yet: neither counts lost */
+    SR_CHECK_EQ(sr_sack_sb_lost_resends(sb, 5000, 100, out, SR_SACK_LR_MAX, &next), 0);
+    SR_CHECK_EQ(next, 0);
+    SR_CHECK_EQ(sb->lr_n, 2);
+    /* the resend of lo+5 arrives (a later followed resend): lo's resend,
+     * older and still missing, was overtaken, but only once the window
+     * (100 ns from its send) has passed */
+    bits(bm, sizeof(bm), (const int[]){5}, 1);
+    SR_CHECK_EQ(sr_sack_sb_mark(sb, lo, bm, 64, sent, &ign), 1);
+    SR_CHECK_EQ(sr_sack_sb_lost_resends(sb, 1050, 100, out, SR_SACK_LR_MAX, &next), 0);
+    SR_CHECK_EQ(next, 1100);
+    SR_CHECK_EQ(sb->lr_n, 1); /* lo+5 delivered: forgotten */
+    SR_CHECK_EQ(sr_sack_sb_lost_resends(sb, 1100, 100, out, SR_SACK_LR_MAX, &next), 1);
+    SR_CHECK_EQ(out[0], h1);
+    SR_CHECK_EQ(sb->lr_n, 0);
+    /* resent again at 2000 with the pointer at lo+24; new data lo+20..23
+     * arrives first: nothing at or past lo+24 yet, so not lost */
+    uint32_t sent2 = sr_psn_add(lo, 24);
+    sr_sack_sb_track(sb, h1, sent2, 2000);
+    bits(bm, sizeof(bm), (const int[]){20, 21, 22, 23}, 4);
+    SR_CHECK_EQ(sr_sack_sb_mark(sb, lo, bm, 64, sent2, &ign), 4);
+    SR_CHECK_EQ(sr_sack_sb_lost_resends(sb, 9000, 100, out, SR_SACK_LR_MAX, &next), 0);
+    /* lo+24, sent after the resend, arrives: the resend is lost again */
+    uint32_t sent3 = sr_psn_add(lo, 30);
+    bits(bm, sizeof(bm), (const int[]){24}, 1);
+    SR_CHECK_EQ(sr_sack_sb_mark(sb, lo, bm, 64, sent3, &ign), 1);
+    SR_CHECK_EQ(sr_sack_sb_lost_resends(sb, 9000, 100, out, SR_SACK_LR_MAX, &next), 1);
+    SR_CHECK_EQ(out[0], h1);
+    /* a followed resend covered by the cumulative ACK is forgotten */
+    sr_sack_sb_track(sb, h1, sent3, 9000);
+    sr_sack_sb_ack(sb, sr_psn_add(lo, 25));
+    SR_CHECK_EQ(sr_sack_sb_lost_resends(sb, 99000, 100, out, SR_SACK_LR_MAX, &next), 0);
+    SR_CHECK_EQ(sb->lr_n, 0);
+    /* full: the oldest is dropped, the newest kept; reset forgets all */
+    for (uint32_t i = 0; i < SR_SACK_LR_MAX + 3; i++)
+        sr_sack_sb_track(sb, sr_psn_add(lo, 30 + i % 8), sent3, i);
+    SR_CHECK_EQ(sb->lr_n, SR_SACK_LR_MAX);
+    SR_CHECK_EQ(sb->lr_at[0], 3);
+    sr_sack_sb_reset(sb, sr_psn_add(lo, 40));
+    SR_CHECK_EQ(sb->lr_n, 0);
+    free(sb);
+}
+
+static void test_lost_resends(void)
+{
+    run_lost_resends(100);
+    run_lost_resends(SR_PSN_MASK - 6); /* the holes and pointers wrap */
+}
+
 int main(void)
 {
     SR_RUN(test_basic);
     SR_RUN(test_reo_window);
     SR_RUN(test_range);
     SR_RUN(test_words);
+    SR_RUN(test_lost_resends);
     return SR_TEST_RESULT();
 }
