@@ -496,10 +496,11 @@ static bool resend_lost_resends(struct sr_qp *qp, struct sr_sack_sb *sb, uint64_
     bool sent = false;
     for (uint32_t k = 0; k < n; k++) {
         bool one = false;
-        if (!sr_req_resend(qp, lost[k], now_ns, &one))
-            continue;
+        uint32_t used = sr_req_resend(qp, lost[k], now_ns, &one);
         if (qp->attr.qp_state != s)
-            return false;
+            return false; /* the WQE failed: the QP left RTS */
+        if (!used)
+            continue; /* acknowledged meanwhile, or nothing left to send */
         if (one) {
             qp->eng->stats.sack_resends++;
             qp->eng->stats.sack_lost_resends++;
