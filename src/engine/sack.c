@@ -276,16 +276,10 @@ void sr_sack_sb_track(struct sr_sack_sb *sb, uint32_t psn, uint32_t after, uint6
     if (sb->lr_n == SR_SACK_LR_MAX) {
         /* the oldest is left to the probe */
         sb->lr_n--;
-        memmove(sb->lr_psn, sb->lr_psn + 1, sb->lr_n * sizeof(sb->lr_psn[0]));
-        memmove(sb->lr_after, sb->lr_after + 1, sb->lr_n * sizeof(sb->lr_after[0]));
-        memmove(sb->lr_at, sb->lr_at + 1, sb->lr_n * sizeof(sb->lr_at[0]));
-        memmove(sb->lr_passed, sb->lr_passed + 1, sb->lr_n * sizeof(sb->lr_passed[0]));
+        memmove(sb->lr, sb->lr + 1, sb->lr_n * sizeof(sb->lr[0]));
     }
-    sb->lr_passed[sb->lr_n] = false;
-    sb->lr_psn[sb->lr_n] = psn & SR_PSN_MASK;
-    sb->lr_after[sb->lr_n] = after & SR_PSN_MASK;
-    sb->lr_at[sb->lr_n] = now_ns;
-    sb->lr_n++;
+    sb->lr[sb->lr_n++] =
+        (struct sr_sack_lr){.psn = psn & SR_PSN_MASK, .after = after & SR_PSN_MASK, .at = now_ns};
 }
 
 uint32_t sr_sack_sb_lost_resends(struct sr_sack_sb *sb, uint64_t now_ns, uint64_t wnd_ns,
@@ -295,27 +289,23 @@ uint32_t sr_sack_sb_lost_resends(struct sr_sack_sb *sb, uint64_t now_ns, uint64_
      * before it was overtaken. */
     uint32_t overtaken = 0, n = 0, kept = 0;
     for (uint32_t k = 0; k < sb->lr_n; k++)
-        if (sr_psn_lt(sb->lr_psn[k], sb->lo) || sr_sack_sb_has(sb, sb->lr_psn[k]))
+        if (sr_psn_lt(sb->lr[k].psn, sb->lo) || sr_sack_sb_has(sb, sb->lr[k].psn))
             overtaken = k + 1;
     *next_at = 0;
     for (uint32_t k = 0; k < sb->lr_n; k++) {
-        uint32_t p = sb->lr_psn[k];
-        if (sr_psn_lt(p, sb->lo) || sr_sack_sb_has(sb, p))
+        struct sr_sack_lr r = sb->lr[k];
+        if (sr_psn_lt(r.psn, sb->lo) || sr_sack_sb_has(sb, r.psn))
             continue; /* delivered: forgotten */
         /* kept once learnt: the later one shown delivered is forgotten */
-        bool passed = sb->lr_passed[k] || k < overtaken || sr_psn_lt(sb->lr_after[k], sb->hi);
-        uint64_t at = sb->lr_at[k] + wnd_ns;
-        if (passed && now_ns >= at && n < max) {
-            out[n++] = p;
+        r.passed = r.passed || k < overtaken || sr_psn_lt(r.after, sb->hi);
+        uint64_t at = r.at + wnd_ns;
+        if (r.passed && now_ns >= at && n < max) {
+            out[n++] = r.psn;
             continue;
         }
-        if (passed && (!*next_at || at < *next_at))
+        if (r.passed && (!*next_at || at < *next_at))
             *next_at = at;
-        sb->lr_psn[kept] = p;
-        sb->lr_after[kept] = sb->lr_after[k];
-        sb->lr_at[kept] = sb->lr_at[k];
-        sb->lr_passed[kept] = passed;
-        kept++;
+        sb->lr[kept++] = r;
     }
     sb->lr_n = kept;
     return n;

@@ -69,9 +69,11 @@ struct sr_sack_sb {
     /* selective resends not yet shown delivered, oldest first: each one's
      * PSN, the send pointer when it left (every PSN from there on was sent
      * after it) and when it left */
-    uint32_t lr_psn[SR_SACK_LR_MAX], lr_after[SR_SACK_LR_MAX];
-    uint64_t lr_at[SR_SACK_LR_MAX];
-    bool lr_passed[SR_SACK_LR_MAX]; /* something sent after it was delivered */
+    struct sr_sack_lr {
+        uint32_t psn, after;
+        uint64_t at;
+        bool passed; /* something sent after it was delivered */
+    } lr[SR_SACK_LR_MAX];
     uint32_t lr_n;
     uint64_t lr_next_at; /* when one more counts lost again; 0: none waits */
     uint32_t probe_psn;  /* the last probe's PSN, */

@@ -437,7 +437,7 @@ static void run_lost_resends(uint32_t lo)
     for (uint32_t i = 0; i < SR_SACK_LR_MAX + 3; i++)
         sr_sack_sb_track(sb, sr_psn_add(lo, 30 + i % 8), sent3, i);
     SR_CHECK_EQ(sb->lr_n, SR_SACK_LR_MAX);
-    SR_CHECK_EQ(sb->lr_at[0], 3);
+    SR_CHECK_EQ(sb->lr[0].at, 3);
     sr_sack_sb_reset(sb, sr_psn_add(lo, 40));
     SR_CHECK_EQ(sb->lr_n, 0);
     free(sb);
