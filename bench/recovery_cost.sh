@@ -39,14 +39,10 @@
 #   RC_PORT     first TCP port for the rendezvous (24000)
 set -euo pipefail
 
-quick=0
-for a in "$@"; do
-  case $a in
-  --quick) quick=1 ;;
-  *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
-  esac
-done
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=ab_lib.sh
+. "$root/bench/ab_lib.sh"
+ab_quick "$@"
 if [ "$quick" -eq 1 ]; then
   reps=${RC_REPS:-2} secs=${RC_SECONDS:-2}
 else
@@ -69,57 +65,22 @@ done
 tmp=$(mktemp -d)
 raw=$tmp/raw
 : >"$raw"
-srv_pid=
-cleanup() {
-  [ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap ab_cleanup EXIT
 log() { echo "recovery_cost: $*" >&2; }
-listening() { [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null || true)" ]; }
-next_port() {
-  for _ in $(seq 100); do
-    port=$((port + 1))
-    [ "$port" -lt "$port_end" ] || { log "out of TCP ports"; exit 1; }
-    listening "$port" || return 0
-  done
-  log "no free TCP port"
-  exit 1
-}
 
-# perf_of FILE EVENT: the count of EVENT in a `perf stat -x,` output
-# (task-clock in ms), empty when not counted.
+# perf_of FILE EVENT: the count of EVENT in a side's log, where `perf
+# stat -x,` wrote its CSV to stderr (task-clock in ms), empty when not
+# counted.
 perf_of() { awk -F, -v e="$2" '$3 ~ "^"e && $1 ~ /^[0-9.]+$/ { print $1; exit }' "$1"; }
-# stat_of FILE KEY: the value of KEY= on the softrdma stats lines.
-stat_of() { sed -n "s/.*softrdma: stats.* $2=\([0-9]*\).*/\1/p" "$1" | head -n1; }
 
 # run B PROFILE: one pair with build index B under PROFILE (0: lossless);
 # appends "key build profile rep value" lines to $raw.
 run() {
-  local bi=$1 prof=$2 lib=${builds[$1]}/lib rc=0 src=0 i fs="" fc="" tag=b$1_p$2
-  if [ "$prof" = 1 ]; then
-    fs="$fault,seed=$((rep * 2 + 1))" fc="$fault,seed=$((rep * 2 + 2))"
-  fi
-  next_port
-  timeout "$limit" perf stat -x, -e task-clock,cycles -o "$tmp/$tag.srv.perf" -- \
-    env LD_LIBRARY_PATH="$lib" SOFTRDMA_SHM=0 SOFTRDMA_STATS=1 SOFTRDMA_FAULT="$fs" \
-    "$prog" -F -x 0 -s "$size" -D "$secs" --report_gbits -p "$port" >"$tmp/$tag.srv" 2>&1 &
-  srv_pid=$!
-  for ((i = 0; i < 200; i++)); do
-    if listening "$port" || ! kill -0 "$srv_pid" 2>/dev/null; then
-      break
-    fi
-    sleep 0.05
-  done
-  timeout "$limit" perf stat -x, -e task-clock,cycles -o "$tmp/$tag.cli.perf" -- \
-    env LD_LIBRARY_PATH="$lib" SOFTRDMA_SHM=0 SOFTRDMA_STATS=1 SOFTRDMA_FAULT="$fc" \
-    "$prog" -F -x 0 -s "$size" -D "$secs" --report_gbits -p "$port" 127.0.0.1 \
-    >"$tmp/$tag.cli" 2>&1 || rc=$?
-  [ "$rc" -eq 0 ] || kill "$srv_pid" 2>/dev/null || true
-  wait "$srv_pid" || src=$?
-  srv_pid=
-  if [ "$rc" -ne 0 ] || [ "$src" -ne 0 ]; then
-    log "rep $rep build $bi profile $prof failed (client $rc, server $src); left out"
+  local bi=$1 prof=$2 lib=${builds[$1]}/lib f="" tag=b$1_p$2
+  [ "$prof" = 1 ] && f=$fault
+  if ! ab_udp_pair "$tmp/$tag" "$limit" "$lib" "$f" perf stat -x, -e task-clock,cycles -- \
+    "$prog" -F -x 0 -s "$size" -D "$secs" --report_gbits; then
+    log "rep $rep build $bi profile $prof failed (client $ab_crc, server $ab_src); left out"
     return 0
   fi
   local line bytes gbps s
@@ -133,10 +94,10 @@ run() {
   echo "gbps $bi $prof $rep $gbps" >>"$raw"
   local c
   for s in srv cli; do
-    c=$(perf_of "$tmp/$tag.$s.perf" task-clock)
+    c=$(perf_of "$tmp/$tag.$s" task-clock)
     [ -z "$c" ] || echo "nspb_$s $bi $prof $rep $(awk -v c="$c" -v b="$bytes" \
       'BEGIN { printf "%.5f", c * 1e6 / b }')" >>"$raw"
-    c=$(perf_of "$tmp/$tag.$s.perf" cycles)
+    c=$(perf_of "$tmp/$tag.$s" cycles)
     [ -z "$c" ] || echo "cpb_$s $bi $prof $rep $(awk -v c="$c" -v b="$bytes" \
       'BEGIN { printf "%.5f", c / b }')" >>"$raw"
   done
@@ -146,10 +107,10 @@ run() {
   local kpkts
   kpkts=$(awk -v b="$bytes" 'BEGIN { printf "%.3f", b / 4096 / 1000 }')
   for s in sacks_sent ooo_stored ooo_placed ooo_drained; do
-    echo "$s $bi $prof $rep $(awk -v v="$(stat_of "$tmp/$tag.srv" "$s")" -v k="$kpkts" \
+    echo "$s $bi $prof $rep $(awk -v v="$(ab_stat "$tmp/$tag.srv" "$s")" -v k="$kpkts" \
       'BEGIN { printf "%.2f", v / k }')" >>"$raw"
   done
-  echo "retransmits $bi $prof $rep $(awk -v v="$(stat_of "$tmp/$tag.cli" retransmits)" -v k="$kpkts" \
+  echo "retransmits $bi $prof $rep $(awk -v v="$(ab_stat "$tmp/$tag.cli" retransmits)" -v k="$kpkts" \
     'BEGIN { printf "%.2f", v / k }')" >>"$raw"
 }
 
