@@ -51,6 +51,11 @@ static void usage(FILE *out)
         "  --cc SPEC                    congestion control, as SOFTRDMA_CC (none)\n"
         "  --fail A:B@US[-US]           cut cable A-B at US, restore at the second\n"
         "                               (e.g. leaf0:spine1@50-300); repeatable\n"
+        "  --link-delay A:B=US[/HOLD_US]   link A->B's propagation becomes US, and\n"
+        "                               with HOLD_US its arrivals wait for the next\n"
+        "                               multiple of HOLD_US (a late host's wake-ups;\n"
+        "                               links from a host only), e.g. h8:leaf0=40/1000;\n"
+        "                               repeatable\n"
         "  --seed N --until MS          (1, 10000)\n"
         "  --flows-csv FILE --links-csv FILE\n"
         "  --sample US --series-csv FILE   delivered bytes per interval (100 us)\n"
@@ -145,6 +150,35 @@ static int parse_fail(const char *s, struct fail_spec *fs)
         if (end == u || v * 1000 <= d * 1000)
             return -1;
         fs->up_ns = (uint64_t)(v * 1000);
+    }
+    return *end ? -1 : 0;
+}
+
+/* --link-delay A:B=US[/HOLD_US] */
+struct delay_spec {
+    char link[72];
+    uint64_t delay_ns, hold_ns;
+};
+
+static int parse_link_delay(const char *s, struct delay_spec *ds)
+{
+    memset(ds, 0, sizeof(*ds));
+    const char *eq = strchr(s, '=');
+    if (!eq || eq == s || (size_t)(eq - s) >= sizeof(ds->link) || !strchr(s, ':'))
+        return -1;
+    memcpy(ds->link, s, (size_t)(eq - s));
+    char *end;
+    errno = 0;
+    double d = strtod(eq + 1, &end);
+    if (errno || end == eq + 1 || !(d >= 0 && d <= 1e9))
+        return -1;
+    ds->delay_ns = (uint64_t)(d * 1000);
+    if (*end == '/') {
+        const char *h = end + 1;
+        double v = strtod(h, &end);
+        if (end == h || !(v > 0 && v <= 1e9))
+            return -1;
+        ds->hold_ns = (uint64_t)(v * 1000);
     }
     return *end ? -1 : 0;
 }
@@ -331,6 +365,7 @@ enum {
     OPT_WATCH,
     OPT_QUEUE_CSV,
     OPT_HOSTS_CSV,
+    OPT_LINK_DELAY,
     OPT_HELP,
 };
 
@@ -378,6 +413,7 @@ static const struct option opts[] = {
     {"watch", required_argument, 0, OPT_WATCH},
     {"queue-csv", required_argument, 0, OPT_QUEUE_CSV},
     {"hosts-csv", required_argument, 0, OPT_HOSTS_CSV},
+    {"link-delay", required_argument, 0, OPT_LINK_DELAY},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
 };
@@ -405,6 +441,8 @@ int main(int argc, char **argv)
     uint32_t incast_n = 8, incast_dst = 0;
     struct fail_spec fails[MAX_FAILS];
     int fail_cnt = 0;
+    struct delay_spec delays[MAX_FAILS];
+    int delay_cnt = 0;
     bool progress = false;
     double bg_frac = 0, sample_us = 100;
     uint64_t bg_size = 1 << 20;
@@ -421,7 +459,7 @@ int main(int argc, char **argv)
                    o != OPT_FRATE && o != OPT_DETECT && o != OPT_BG_FRAC && o != OPT_LOSS &&
                    o != OPT_SAMPLE && o != OPT_SERIES_CSV && o != OPT_PCAP && o != OPT_SACK &&
                    o != OPT_PATH_POLICY && o != OPT_CC && o != OPT_STAGGER && o != OPT_WATCH &&
-                   o != OPT_QUEUE_CSV && o != OPT_HOSTS_CSV;
+                   o != OPT_QUEUE_CSV && o != OPT_HOSTS_CSV && o != OPT_LINK_DELAY;
         if (num && parse_size(optarg, &v) < 0) {
             fprintf(stderr, "srdma-fabric: bad number '%s'\n", optarg);
             return 2;
@@ -603,6 +641,13 @@ int main(int argc, char **argv)
         case OPT_HOSTS_CSV:
             hosts_csv = optarg;
             break;
+        case OPT_LINK_DELAY:
+            if (delay_cnt == MAX_FAILS || parse_link_delay(optarg, &delays[delay_cnt]) < 0) {
+                fprintf(stderr, "srdma-fabric: bad --link-delay '%s' (A:B=US[/HOLD_US])\n", optarg);
+                return 2;
+            }
+            delay_cnt++;
+            break;
         case OPT_HELP:
         case 'h':
             usage(stdout);
@@ -673,6 +718,16 @@ int main(int argc, char **argv)
         if (sr_fabric_schedule_link(f, a, b, fails[i].down_ns, false) < 0 ||
             (fails[i].up_ns && sr_fabric_schedule_link(f, a, b, fails[i].up_ns, true) < 0)) {
             fprintf(stderr, "srdma-fabric: no cable %s:%s\n", fails[i].a, fails[i].b);
+            sr_fabric_destroy(f);
+            return 2;
+        }
+    }
+    for (int i = 0; i < delay_cnt; i++) {
+        if (sr_fabric_set_link_delay(f, find_link(f, delays[i].link), delays[i].delay_ns,
+                                     delays[i].hold_ns) < 0) {
+            fprintf(stderr,
+                    "srdma-fabric: no link '%s' for --link-delay (a hold needs a host's uplink)\n",
+                    delays[i].link);
             sr_fabric_destroy(f);
             return 2;
         }

@@ -400,7 +400,10 @@ static bool fab_link_send(struct sr_fabric *f, uint32_t id, struct fab_pkt *p, b
     }
     if ((int)id == f->tap_link)
         f->tap_fn(f->tap_ctx, first_bit, p->data, p->stored, p->len);
-    fab_fly_push(f, id, fab_add_sat(done, l->cfg.delay_ns), p);
+    uint64_t at = fab_add_sat(done, l->cfg.delay_ns);
+    if (l->hold_ns && at % l->hold_ns)
+        at = fab_add_sat(at, l->hold_ns - at % l->hold_ns); /* monotone: FIFO kept */
+    fab_fly_push(f, id, at, p);
     p->link = id;
     p->epoch = l->epoch;
     l->st.tx_pkts++;
@@ -1453,6 +1456,21 @@ static int fab_ctl_add(struct sr_fabric *f, struct fab_ctl c)
         i--;
     }
     f->ctl[i] = c;
+    return 0;
+}
+
+int sr_fabric_set_link_delay(struct sr_fabric *f, int link, uint64_t delay_ns, uint64_t hold_ns)
+{
+    if (!f || f->started || link < 0 || (uint32_t)link >= f->link_cnt)
+        return SR_ERR_INVAL;
+    struct fab_link *l = &f->links[link];
+    /* The hold stretches a packet's time on the link past its
+     * serialization, which a switch port's queue (drop-tail, ECN) would
+     * count as backlog: only a host's own uplink, never limited, may hold. */
+    if (hold_ns && f->nodes[l->from].kind != SR_FABRIC_HOST)
+        return SR_ERR_INVAL;
+    l->cfg.delay_ns = delay_ns;
+    l->hold_ns = hold_ns;
     return 0;
 }
 

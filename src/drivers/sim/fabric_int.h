@@ -20,6 +20,9 @@ struct fab_link {
     bool route_up;  /* what routing believes, detect_ns behind up */
     uint32_t epoch; /* bumped on each failure: packets sent before it die */
     uint64_t busy_until_ns, busy_rem;
+    /* sr_fabric_set_link_delay: arrivals wait for the next multiple of
+     * this (0: none), as packets wait for a late host's next wake-up. */
+    uint64_t hold_ns;
     /* Accepted and not yet arrived, in order: a ring of power-of-two
      * capacity indexed by mask. Its last q_cnt entries are still being
      * serialized (what the queue length counts, q_bytes): one ring serves

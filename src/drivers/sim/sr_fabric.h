@@ -226,6 +226,15 @@ int sr_fabric_hd_allreduce(struct sr_fabric *f, uint64_t bytes, uint64_t start_n
  * hosts) hosts chosen by the seeded stream, frac in (0, 1]. */
 int sr_fabric_background(struct sr_fabric *f, double frac, uint64_t bytes, uint64_t start_ns);
 
+/* Before the first run: link's propagation delay becomes delay_ns, and
+ * with hold_ns > 0 every arrival over it waits further for the next
+ * multiple of hold_ns of simulated time, as packets from a host wait for
+ * that host's next wake-up: a deterministic model of a loaded software
+ * host's feedback delay (its ACKs and CNPs released in batches up to
+ * hold_ns late). A hold is allowed only on a link from a host (its uplink,
+ * whose queue never drops or marks). Returns 0 or SR_ERR_INVAL. */
+int sr_fabric_set_link_delay(struct sr_fabric *f, int link, uint64_t delay_ns, uint64_t hold_ns);
+
 /* Cut (up = false) or restore the cable a<->b, both directions, at at_ns;
  * routing learns of it detect_ns later. Returns 0 or SR_ERR_INVAL. */
 int sr_fabric_schedule_link(struct sr_fabric *f, int a, int b, uint64_t at_ns, bool up);
