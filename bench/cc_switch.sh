@@ -49,7 +49,9 @@
 #   CCS_NSCC     extra nscc parameters; "auto" (the default): derived
 #                (ccs_nscc_params)
 #   CCS_KEEP     a directory to keep every run's perftest, softrdma
-#                (SOFTRDMA_STATS=1) and switch output in
+#                (SOFTRDMA_STATS=1) and switch output (its stats CSV too) in
+#   CCS_STATS_MS the switch's stats interval in ms (100); 1 to 10 show the
+#                queue's idle gaps
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/tests/netns/switch_lib.sh"
@@ -64,6 +66,7 @@ algos=${CCS_ALGOS:-"cap none dcqcn nscc"}
 dcqcn_extra=${CCS_DCQCN-auto}
 nscc_extra=${CCS_NSCC-auto}
 build=${CCS_BUILD:-$root/build}
+stats_ms=${CCS_STATS_MS:-100}
 lib=$build/lib
 swbin=$build/bin/srdma-switch
 [ -x "$swbin" ] && [ -e "$lib/libibverbs.so.1" ] || { echo "cc_switch: build first" >&2; exit 2; }
@@ -113,10 +116,10 @@ cc_spec() {
 one() { # one N CC REP
   local n=$1 cc=$2 rep=$3 i pids=() fails=0 g
   if [ "$cc" = cap ]; then
-    sw_start "$out/swrun" "$out/sw" --buffer 4M --stats-csv "$out/stats.csv" --stats-interval-ms 100
+    sw_start "$out/swrun" "$out/sw" --buffer 4M --stats-csv "$out/stats.csv" --stats-interval-ms "$stats_ms"
   else
     sw_start "$out/swrun" "$out/sw" --rate "$rate" --buffer "$buffer" --kmin $kmin --kmax $kmax \
-      --pmax 0.2 --stats-csv "$out/stats.csv" --stats-interval-ms 100
+      --pmax 0.2 --stats-csv "$out/stats.csv" --stats-interval-ms "$stats_ms"
   fi
   for ((i = 0; i < n; i++)); do
     ip -n "${HOST_NS[$rx]}" addr add "10.236.0.$((200 + i))/24" dev eth0 2>/dev/null || true
@@ -166,7 +169,7 @@ one() { # one N CC REP
   tail -1 "$csv" >&2
   if [ -n "${CCS_KEEP:-}" ]; then
     mkdir -p "$CCS_KEEP/$n-$cc-$rep"
-    cp "$out"/sw* "$out"/cli* "$out"/srv* "$CCS_KEEP/$n-$cc-$rep/"
+    cp "$out"/sw* "$out"/cli* "$out"/srv* "$out"/stats.csv "$CCS_KEEP/$n-$cc-$rep/"
   fi
 }
 

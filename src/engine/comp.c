@@ -68,7 +68,11 @@ void sr_comp_probe_arm(struct sr_qp *qp, uint64_t now_ns)
         qp->comp.probe_at = 0;
         return;
     }
-    qp->comp.probe_at = now_ns + pto;
+    /* A packet the pacer holds is not a lost tail: the probe waits from
+     * its departure (congestion.c), or every paced gap longer than the
+     * probe timeout would send one needlessly (RFC 8985 7.2 arms it on
+     * the last transmission). */
+    qp->comp.probe_at = SR_MAX(now_ns, sr_cong_paced_until(qp)) + pto;
     /* A hole counted lost and waiting out its reordering window (sack.c)
      * keeps that earlier time: re-arming the probe for newer sends must
      * not push its resend back to a probe timeout. */

@@ -79,6 +79,34 @@ uint32_t sr_cong_window(const struct sr_qp *qp, uint32_t window_pkts)
     return pkts < window_pkts ? (uint32_t)pkts : window_pkts;
 }
 
+uint32_t sr_cong_ack_every(const struct sr_qp *qp, uint32_t every)
+{
+    const struct sr_qp_cong *c = &qp->cong;
+    if (!c->on || every <= 1)
+        return every;
+    uint64_t rate = sr_cc_rate_bps(&c->cc);
+    uint64_t t = sr_timeout_ns(qp->attr.timeout);
+    if (!rate || (rate >= qp->eng->cc.line_rate_bps && !qp->eng->cc.pace_line) ||
+        t == SR_NO_DEADLINE)
+        return every;
+    /* The transport timer runs from the oldest unacknowledged packet, and
+     * a responder owes an ACK only for a request that asks (IBA 9.7.5.1.1,
+     * coalescing): when the pacer holds the packet that asks, the timer
+     * counts the pacer's gaps, and a QP cut to a low rate times out with
+     * nothing lost (IBA 9.7.6.1.3 resends the window). So ask once per a
+     * quarter of the timeout at the current rate; the rest of the timer
+     * covers the responder's hold (at most a quarter, ack.c) and the
+     * round trip. */
+    uint64_t pkt_ns = (uint64_t)(sr_qp_pmtu(qp) + CONG_L3_BYTES) * 8 * 1000000000ull / rate;
+    uint64_t n = pkt_ns ? t / 4 / pkt_ns : every;
+    return n >= every ? every : (uint32_t)SR_MAX(n, 1);
+}
+
+uint64_t sr_cong_paced_until(const struct sr_qp *qp)
+{
+    return qp->cong.on ? qp->cong.pace_at : 0;
+}
+
 void sr_cong_acked(struct sr_qp *qp, uint32_t acked_pkts, uint64_t rtt_ns, uint64_t now_ns)
 {
     struct sr_qp_cong *c = &qp->cong;

@@ -44,6 +44,12 @@ void sr_cong_sent(struct sr_qp *qp, uint64_t now_ns);
 /* The requester's window in packets: the engine's, or the controller's
  * window in path-MTU packets when that is smaller. */
 uint32_t sr_cong_window(const struct sr_qp *qp, uint32_t window_pkts);
+/* The ACK request cadence for a WQE whose ordinary one is every (packets):
+ * fewer packets per request when the pacer spaces them so far apart that
+ * every packets would take more than a quarter of the transport timeout. */
+uint32_t sr_cong_ack_every(const struct sr_qp *qp, uint32_t every);
+/* When the pacer lets the QP's next packet leave (0: it holds none). */
+uint64_t sr_cong_paced_until(const struct sr_qp *qp);
 /* The completer's progress: acked_pkts PSNs newly acknowledged, rtt_ns the
  * round-trip sample they gave (0: none). */
 void sr_cong_acked(struct sr_qp *qp, uint32_t acked_pkts, uint64_t rtt_ns, uint64_t now_ns);

@@ -242,13 +242,15 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w, uint32_t window, u
         p.bth.se = true;
     /* Ask for an ACK at the end of each message and every w->ack_every
      * packets of a WQE (shape_wqe), so ACKs are coalesced but the window
-     * keeps moving (IBA 9.7.5.1.1). */
+     * keeps moving (IBA 9.7.5.1.1); more often when the pacer spaces the
+     * packets out (sr_cong_ack_every), so the transport timer does not
+     * count the pacer's gaps. */
     /* Also on the packet that fills the window (a recovery window is
      * small: the responder must answer it for the window to open), and on
      * a probe. */
     bool fills = (uint32_t)sr_psn_diff(sr_psn_add(p.bth.psn, consumed), qp->comp.psn) >= window;
     if (sr_qp_reliable(qp) && (info->flags & (SR_OPF_SEND | SR_OPF_WRITE | SR_OPF_ATOMIC_WRITE)) &&
-        (last || (idx + 1) % w->ack_every == 0 || fills || probe))
+        (last || (idx + 1) % sr_cong_ack_every(qp, w->ack_every) == 0 || fills || probe))
         p.bth.ack_req = true;
 
     struct sr_iov iov[SR_MAX_SGE];

@@ -325,6 +325,45 @@ static void test_dcqcn_window(void)
     fix_close(&f);
 }
 
+/* A paced QP's transport timer measures the responder's silence, not the
+ * pacer's: at 10 Mb/s (the line rate, paced) a 4 KiB packet takes 3.3 ms,
+ * so the 32 packets between two ordinary ACK requests take 106 ms, past
+ * timeout 14's 67 ms, and a responder owes no ACK before the request
+ * (IBA 9.7.5.1.1). The requester asks for an ACK often enough that one is
+ * due within a quarter of the timer: the 128 KiB WRITE arrives intact with
+ * no timeout, no resend and no probe, and asks for more ACKs than the
+ * ordinary cadence (one per 32 packets and the last) would. */
+static void test_paced_ack_requests(void)
+{
+    struct sr_cc_cfg cfg;
+    cc_spec(&cfg, "dcqcn,line_rate_mbps=10,pace_line=1,rate_timer_us=1000000,"
+                  "alpha_timer_us=1000000,byte_counter=1000000000000");
+    struct eng_fix f;
+    open_pair(&f, &cfg, 4096);
+    f.h.now = 1000;
+    SR_CHECK(write_through(&f, 128 * 1024, 2000000 * US, 4));
+    struct sr_engine_stats st;
+    sr_engine_stats(f.h.eng[0], &st);
+    uint32_t data = 0, ackreq = 0;
+    uint64_t first = 0, last = 0;
+    for (uint32_t i = 0; i < tap_cnt; i++) {
+        if (!is_data(&tap[i]))
+            continue;
+        if (!data)
+            first = tap[i].at;
+        last = tap[i].at;
+        data++;
+        ackreq += (tap[i].hdr[8] & 0x80) != 0;
+    }
+    SR_CHECK_EQ(data, 32);
+    SR_CHECK(last - first > 100 * 1000 * US); /* paced: 31 gaps of 3.3 ms */
+    SR_CHECK(ackreq > 2);
+    SR_CHECK_EQ(st.timeouts, 0);
+    SR_CHECK_EQ(st.retransmits, 0);
+    SR_CHECK_EQ(st.probes, 0);
+    fix_close(&f);
+}
+
 /* ---- the reaction point in the engine: cut, recovery, release ---- */
 
 static void test_cnp_cut_and_recovery(void)
@@ -710,6 +749,7 @@ int main(void)
     SR_RUN(test_unpaced_at_line_rate);
     SR_RUN(test_pace_line);
     SR_RUN(test_dcqcn_window);
+    SR_RUN(test_paced_ack_requests);
     SR_RUN(test_cnp_cut_and_recovery);
     SR_RUN(test_cnp_without_cc);
     SR_RUN(test_np_spacing_and_loop);
