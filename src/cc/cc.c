@@ -293,6 +293,7 @@ static const struct param params[] = {
     {"bdp_mult", SR_CC_DCQCN, P_DBL, CFG(dcqcn.bdp_mult), 1, "factor"},
     {"base_rtt_us", SR_CC_DCQCN, P_U64, CFG(dcqcn.base_rtt_ns), 1000, "us"},
     {"bdp_srtt", SR_CC_DCQCN, P_BOOL, CFG(dcqcn.bdp_srtt), 1, "0 or 1"},
+    {"wnd_ss", SR_CC_DCQCN, P_BOOL, CFG(dcqcn.wnd_ss), 1, "0 or 1"},
     {"init_wnd", SR_CC_DCQCN, P_U64, CFG(dcqcn.init_wnd), 1, "bytes"},
     {"min_wnd", SR_CC_DCQCN, P_U64, CFG(dcqcn.min_wnd), 1, "bytes"},
     {"base_rtt_us", SR_CC_NSCC, P_U64, CFG(nscc.base_rtt_ns), 1000, "us"},

@@ -36,6 +36,11 @@
  * the queue the QP builds, though, so the window then follows the queue
  * instead of bounding it (measured there: a full buffer and drops), hence
  * off by default (docs/CONGESTION.md, "Measured").
+ * With wnd_ss the window also opens by at most the bytes acknowledged
+ * (slow start, RFC 5681 3.1), from init_wnd, up to that cap: a cap sized
+ * for the hosts' long round trips (a large base RTT) is then reached in
+ * round trips of ACKs, not at once, so N QPs starting or recovering
+ * together do not put N caps into a shallow buffer before the first CNP.
  */
 #include <string.h>
 
@@ -78,6 +83,7 @@ static int dcqcn_init(struct sr_cc *cc, const struct sr_cc_cfg *cfg, uint64_t no
     d->rc_bps = d->rt_bps = cfg->line_rate_bps;
     d->alpha = d->p.alpha_init;
     d->alpha_deadline_ns = d->rate_deadline_ns = SR_CC_NO_DEADLINE;
+    d->cwnd = d->p.init_wnd;
     apply_rate(cc);
     return 0;
 }
@@ -111,6 +117,8 @@ static void increase(struct sr_cc *cc)
     apply_rate(cc);
 }
 
+static uint64_t cap_bytes(const struct sr_cc_dcqcn *d);
+
 static void dcqcn_on_sent(struct sr_cc *cc, uint32_t bytes, uint64_t now_ns)
 {
     struct sr_cc_dcqcn *d = dq(cc);
@@ -138,7 +146,16 @@ static void dcqcn_on_ack(struct sr_cc *cc, uint64_t acked_bytes, uint64_t rtt_ns
      * srtt += (sample - srtt) / 8. */
     if (rtt_ns)
         d->srtt_ns = d->srtt_ns ? d->srtt_ns - d->srtt_ns / 8 + rtt_ns / 8 : rtt_ns;
-    (void)acked_bytes;
+    if (d->p.wnd_ss) {
+        /* Slow start's rule (RFC 5681 3.1): each acknowledged byte opens
+         * the window by one, so it at most doubles per round trip, up to
+         * the cap; kept at the cap, so a cut's smaller cap is where it
+         * grows from again. */
+        uint64_t cap = cap_bytes(d), w = d->cwnd + acked_bytes;
+        d->cwnd = cap && w > cap ? cap : w;
+        if (d->cwnd < d->p.min_wnd)
+            d->cwnd = d->p.min_wnd;
+    }
     (void)ecn_echo;
     (void)now_ns;
 }
@@ -189,6 +206,8 @@ static void dcqcn_on_cnp(struct sr_cc *cc, uint64_t now_ns)
     d->last_cut_ns = now_ns;
     d->t_cnt = d->bc_cnt = 0;
     d->bytes_since_event = 0;
+    if (d->p.wnd_ss && cap_bytes(d) && d->cwnd > cap_bytes(d))
+        d->cwnd = cap_bytes(d) > d->p.min_wnd ? cap_bytes(d) : d->p.min_wnd;
     /* The alpha decay waits a full K without feedback; the increase timer
      * starts over from the cut (paper, RP algorithm). */
     d->alpha_deadline_ns = now_ns + d->p.alpha_timer_ns;
@@ -208,9 +227,9 @@ static uint64_t bdp_bytes(const struct sr_cc_dcqcn *d, uint64_t rtt_ns)
     return w > (double)d->p.min_wnd ? (uint64_t)w : d->p.min_wnd;
 }
 
-static uint64_t dcqcn_window(const struct sr_cc *cc)
+/* The BDP cap: bdp_mult x Rc x the window's RTT (0: no window). */
+static uint64_t cap_bytes(const struct sr_cc_dcqcn *d)
 {
-    const struct sr_cc_dcqcn *d = cdq(cc);
     if (d->p.bdp_mult <= 0)
         return 0; /* rate only: the engine's fixed window */
     uint64_t rtt = d->p.base_rtt_ns ? d->p.base_rtt_ns : d->min_rtt_ns;
@@ -224,6 +243,15 @@ static uint64_t dcqcn_window(const struct sr_cc *cc)
     if (!rtt)
         return d->p.init_wnd;
     return bdp_bytes(d, rtt);
+}
+
+static uint64_t dcqcn_window(const struct sr_cc *cc)
+{
+    const struct sr_cc_dcqcn *d = cdq(cc);
+    uint64_t cap = cap_bytes(d);
+    if (!cap || !d->p.wnd_ss)
+        return cap;
+    return d->cwnd < cap ? d->cwnd : cap;
 }
 
 static uint64_t dcqcn_rate(const struct sr_cc *cc)

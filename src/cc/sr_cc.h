@@ -54,6 +54,10 @@ struct sr_cc_dcqcn_params {
      * more than path, and a window from a smaller one limits the QP to
      * W / RTT below its rate. false: base_rtt_ns or the smallest sample. */
     bool bdp_srtt;
+    /* The window opens by at most the bytes acknowledged (RFC 5681 3.1's
+     * slow start), from init_wnd up to the cap above; false: it is the
+     * cap at once. */
+    bool wnd_ss;
     uint64_t init_wnd; /* bytes before the first RTT sample: 0 = 32 KiB */
     uint64_t min_wnd;  /* floor in bytes: 0 = 8 KiB */
 };
@@ -124,6 +128,7 @@ struct sr_cc_dcqcn {
     uint32_t t_cnt, bc_cnt; /* timer and byte-counter events since the cut */
     uint64_t min_rtt_ns;    /* smallest RTT sample: the window's base RTT */
     uint64_t srtt_ns;       /* smoothed RTT (bdp_srtt); 0 before a sample */
+    uint64_t cwnd;          /* wnd_ss: the window opened so far, bytes */
 };
 
 struct sr_cc_nscc {

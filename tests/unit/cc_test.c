@@ -340,6 +340,50 @@ static void test_dcqcn_window(void)
     SR_CHECK_EQ(sr_cc_window_bytes(&cc), 0);
 }
 
+/* wnd_ss: the window opens by the bytes acknowledged (RFC 5681 3.1), from
+ * init_wnd up to the cap (2 x Rc x base RTT, 100,000 B at 40 Gb/s and
+ * 10 us); a cut brings it down to the smaller cap at once, and when the
+ * rate recovers the cap leads and the window follows the ACKs. */
+static void test_dcqcn_window_ss(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    dcqcn_cfg(&cfg);
+    cfg.dcqcn.bdp_mult = 2;
+    cfg.dcqcn.base_rtt_ns = 10 * US;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 100000); /* without: the cap at once */
+    cfg.dcqcn.wnd_ss = true;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 32 * 1024);
+    sr_cc_on_ack(&cc, 16384, 0, false, 10 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 49152);
+    sr_cc_on_ack(&cc, 40000, 9 * US, false, 20 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 89152);
+    sr_cc_on_ack(&cc, 40000, 9 * US, false, 30 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 100000); /* the cap */
+    /* A CNP halves Rc (alpha 1), the cap and the window with it. */
+    sr_cc_on_cnp(&cc, 50 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 50000);
+    sr_cc_on_ack(&cc, 4096, 0, false, 60 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 50000);
+    /* Fast recovery after T (55 us): Rc 30 Gb/s, a cap of 75,000 B; the
+     * window waits for ACKs. */
+    sr_cc_on_timer(&cc, 105 * US);
+    SR_CHECK_EQ(sr_cc_rate_bps(&cc), G40 / 4 * 3);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 50000);
+    sr_cc_on_ack(&cc, 10000, 0, false, 110 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), 60000);
+    /* SOFTRDMA_CC names it for dcqcn only */
+    struct sr_cc_cfg e;
+    char err[160];
+    sr_cc_cfg_default(&e, G40);
+    SR_CHECK_EQ(sr_cc_parse("dcqcn,wnd_ss=1", &e, err, sizeof(err)), 0);
+    SR_CHECK(e.dcqcn.wnd_ss);
+    SR_CHECK(sr_cc_parse("nscc,wnd_ss=1", &e, err, sizeof(err)) < 0);
+    SR_CHECK(sr_cc_parse("dcqcn,wnd_ss=2", &e, err, sizeof(err)) < 0);
+}
+
 /* bdp_srtt: the window's RTT is the smoothed RTT (RFC 6298 2.2-2.3:
  * first sample, then 7/8 old + 1/8 new), floored at the configured base
  * RTT: a round trip longer than the base opens the window, a shorter one
@@ -939,6 +983,7 @@ int main(void)
     SR_RUN(test_dcqcn_min_rate);
     SR_RUN(test_dcqcn_window);
     SR_RUN(test_dcqcn_window_srtt);
+    SR_RUN(test_dcqcn_window_ss);
     SR_RUN(test_np_cnp_spacing);
     SR_RUN(test_nscc_below_target);
     SR_RUN(test_nscc_above_target);
