@@ -46,6 +46,8 @@
 #   CCS_ALGOS    the rows ("cap none dcqcn nscc")
 #   CCS_DCQCN    extra dcqcn parameters (SOFTRDMA_CC syntax); "auto" (the
 #                default): derived (ccs_dcqcn_params)
+#   CCS_DCQCN_WSCALE  the derived window's base RTT times this (1); above 1
+#                with wnd_ss (bench/cc_switch_lib.sh)
 #   CCS_NSCC     extra nscc parameters; "auto" (the default): derived
 #                (ccs_nscc_params)
 #   CCS_KEEP     a directory to keep every run's perftest, softrdma

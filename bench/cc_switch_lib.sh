@@ -63,21 +63,30 @@ ccs_window_rtt_us() {
 # fast as the CPU, so an unpaced QP at line rate bursts its window into
 # the queue at CPU speed); a pacer bucket of 64 KiB (a loaded host's NIC
 # thread wakes hundreds of microseconds late; 16 packets of 4 KiB).
+#
+# CCS_DCQCN_WSCALE=S (default 1) multiplies the window's base RTT by S and
+# turns on wnd_ss, the window opening by the bytes acknowledged up to that
+# cap: a window-limited QP moves W / RTT, and the hosts' round trip here is
+# milliseconds (each QP's 128 KiB covers 1 ms at 1 Gb/s), so S > 1 trades
+# the no-drop construction for goodput (docs/CONGESTION.md, "Measured").
 ccs_dcqcn_params() {
-  awk -v r="$1" -v w="$2" -v l="$3" 'BEGIN {
+  awk -v r="$1" -v w="$2" -v l="$3" -v s="${CCS_DCQCN_WSCALE:-1}" 'BEGIN {
     n = r < 50 ? 50 : r; if (n > w && w >= 50) n = w; k = int(n * 1.1 + 0.5)
     ai = int(l / 200); if (ai < 1) ai = 1
-    printf "bdp_mult=2,base_rtt_us=%d,cnp_interval_us=%d,decrease_interval_us=%d,alpha_timer_us=%d,rate_timer_us=%d,rai_mbps=%d,rhai_mbps=%d,pace_line=1,pace_burst=65536\n",
-      w, n, n, k, k, ai, 10 * ai }'
+    printf "bdp_mult=2,base_rtt_us=%d,cnp_interval_us=%d,decrease_interval_us=%d,alpha_timer_us=%d,rate_timer_us=%d,rai_mbps=%d,rhai_mbps=%d,pace_line=1,pace_burst=65536%s\n",
+      int(w * s + 0.5), n, n, k, k, ai, 10 * ai, (s > 1 ? ",wnd_ss=1" : "") }'
 }
 
 # ccs_dcqcn_explain RTT_US WINDOW_RTT_US RATE_MBPS BUFFER: the derivation,
 # printed with the table
 ccs_dcqcn_explain() {
-  awk -v r="$1" -v w="$2" -v l="$3" -v b="$4" 'BEGIN {
+  awk -v r="$1" -v w="$2" -v l="$3" -v b="$4" -v s="${CCS_DCQCN_WSCALE:-1}" 'BEGIN {
     n = r < 50 ? 50 : r; if (n > w && w >= 50) n = w
     printf "# dcqcn: measured base RTT %d us (2 x ib_write_lat typical through the switch)\n", r
-    printf "#   window 2 x %d Mb/s x %d us = %.0f KiB per QP = buffer %s / 8 (8 QPs fit)\n", l, w, 2 * l * w / 8 / 1024, b
+    if (s > 1)
+      printf "#   window 2 x %d Mb/s x %d us = %.0f KiB per QP = buffer %s / 8 x %s (CCS_DCQCN_WSCALE), opened by ACKs (wnd_ss)\n", l, w * s, 2 * l * w * s / 8 / 1024, b, s
+    else
+      printf "#   window 2 x %d Mb/s x %d us = %.0f KiB per QP = buffer %s / 8 (8 QPs fit)\n", l, w, 2 * l * w / 8 / 1024, b
     printf "#   N = decrease interval = %d us (the RTT, in [50, %d]); K = T = 1.1 N; R_AI = line/200\n", n, w
     printf "#   pace_line=1 (a veth is faster than the bottleneck), pace_burst 64 KiB\n" }'
 }
