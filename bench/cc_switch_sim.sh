@@ -38,6 +38,7 @@
 #   CCSS_CCS      ("none dcqcn")
 #   CCSS_DCQCN    dcqcn parameters; "auto" (the default): derived
 #   CCSS_MS       simulated ms per run (600); CCSS_SKIP ms left out (100)
+#   CCSS_PMAX     the port's RED Pmax (0.2, cc_switch.sh's)
 #   CCSS_OUT      output directory (build/bench-cc-switch-sim)
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,6 +51,7 @@ hosts=${CCSS_HOSTS:-"quiet rev:1040/2000 all:1000 all:2000"}
 ccs=${CCSS_CCS:-"none dcqcn"}
 ms=${CCSS_MS:-600}
 skip=${CCSS_SKIP:-100}
+pmax=${CCSS_PMAX:-0.2}
 out=${CCSS_OUT:-$root/build/bench-cc-switch-sim}
 [ -x "$bin" ] || { echo "cc_switch_sim: no $bin (build first)" >&2; exit 2; }
 mkdir -p "$out"
@@ -79,7 +81,7 @@ for n in $senders; do
       tag="n$n-${hm//[:\/]/_}-$cc"
       # exit status 1: the flows are long-lived and do not complete
       "$bin" --leaves 1 --spines 1 --hosts-per-leaf $((n + 1)) --host-rate "$rate" --host-delay 40000 \
-        --buffer "$buf" --kmin $kmin --kmax $kmax --pmax 0.2 --workload incast --incast-n "$n" \
+        --buffer "$buf" --kmin $kmin --kmax $kmax --pmax "$pmax" --workload incast --incast-n "$n" \
         --incast-dst "$n" --size 1G --mode header --sack --mtu 4096 --window 2048 --timeout 14 \
         --cc "$spec" --until "$ms" --sample 1000 --queue-csv "$out/$tag-queue.csv" \
         --hosts-csv "$out/$tag-hosts.csv" "${ld[@]}" >"$out/$tag.txt" 2>/dev/null
