@@ -115,8 +115,8 @@ bool sr_qcap_blocks(struct sr_qp *qp, uint32_t span)
     return true;
 }
 
-uint32_t sr_qcap_window(const struct sr_qp *qp, uint32_t window_pkts)
+bool sr_qcap_fills(const struct sr_qp *qp, uint32_t span, uint32_t ack_every)
 {
     uint32_t c = qp->qcap.cap;
-    return c && c < window_pkts && sr_qcap_on(qp) ? c : window_pkts;
+    return c && c < ack_every && sr_qcap_pipe(qp, span) >= c && sr_qcap_on(qp);
 }

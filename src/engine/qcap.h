@@ -63,9 +63,12 @@ uint32_t sr_qcap_pipe(const struct sr_qp *qp, uint32_t span);
 /* True when the cap stops a new packet with span PSNs already out (and
  * records that the sender was limited). */
 bool sr_qcap_blocks(struct sr_qp *qp, uint32_t span);
-/* The cap in packets for a window of window_pkts (window_pkts when there
- * is none): what ACK requests are spaced by (req.c shape_wqe). */
-uint32_t sr_qcap_window(const struct sr_qp *qp, uint32_t window_pkts);
+/* True when the packet that makes the pipe span PSNs fills the cap and the
+ * ACK requests every ack_every packets (req.c shape_wqe) are too sparse to
+ * fall inside it: that packet then asks for the ACK that reopens it. A cap
+ * of at least ack_every always holds one (every message's last packet
+ * asks too), and SACKs answer a pipe with holes. */
+bool sr_qcap_fills(const struct sr_qp *qp, uint32_t span, uint32_t ack_every);
 
 /* ---- pure parts, for the unit test ---- */
 /* The cap for a rate in packets per second, a min RTT and a queueing

@@ -247,8 +247,7 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w, uint32_t window, u
      * small: the responder must answer it for the window to open), and on
      * a probe. */
     uint32_t span = (uint32_t)sr_psn_diff(sr_psn_add(p.bth.psn, consumed), qp->comp.psn);
-    bool fills = span >= window ||
-                 (qp->qcap.cap && sr_qcap_pipe(qp, span) >= qp->qcap.cap && sr_qcap_on(qp));
+    bool fills = span >= window || sr_qcap_fills(qp, span, w->ack_every);
     if (sr_qp_reliable(qp) && (info->flags & (SR_OPF_SEND | SR_OPF_WRITE | SR_OPF_ATOMIC_WRITE)) &&
         (last || (idx + 1) % w->ack_every == 0 || fills || probe))
         p.bth.ack_req = true;
@@ -314,7 +313,7 @@ static void shape_wqe(const struct sr_qp *qp, struct sr_swqe *w)
     /* With a congestion window the ACK requests follow it (congestion.c):
      * one per window would stall the QP a round trip per window. */
     w->ack_every = sr_ack_req_every(trains, sr_timeout_ns(qp->attr.timeout),
-                                    sr_qcap_window(qp, sr_cong_window(qp, cfg->window_pkts)));
+                                    sr_cong_window(qp, cfg->window_pkts));
     w->write_only =
         trains && op == SR_WR_RDMA_WRITE && w->npkts <= w->ack_every && !cfg->whole_writes;
     w->shaped = true;

@@ -67,6 +67,11 @@ static void test_rate(void)
     SR_CHECK_EQ(r->qp.qcap.cap, SR_QCAP_FLOOR);
     SR_CHECK(sr_qcap_blocks(&r->qp, SR_QCAP_FLOOR));
     SR_CHECK(!sr_qcap_blocks(&r->qp, SR_QCAP_FLOOR - 1));
+    /* the packet that fills the floor asks for an ACK when the WQE's own
+     * requests are sparser than the cap, and only then */
+    SR_CHECK(sr_qcap_fills(&r->qp, SR_QCAP_FLOOR, 256));
+    SR_CHECK(!sr_qcap_fills(&r->qp, SR_QCAP_FLOOR - 1, 256));
+    SR_CHECK(!sr_qcap_fills(&r->qp, SR_QCAP_FLOOR, 32));
     r->qp.comp.peer_sack = true;
     /* 200 k packets/s: 200 k x 1.1 ms = 220 packets */
     deliver(r, &now, 200000, 10);
@@ -173,7 +178,7 @@ static void test_bounds(void)
     SR_CHECK(!sr_qcap_on(&r->qp));
     SR_CHECK_EQ(r->qp.qcap.cap, 0);
     SR_CHECK(!sr_qcap_blocks(&r->qp, 2000));
-    SR_CHECK_EQ(sr_qcap_window(&r->qp, 2048), 2048);
+    SR_CHECK(!sr_qcap_fills(&r->qp, 2000, 256));
     /* off on the device */
     r->e.cfg.qdelay_ns = 0;
     r->qp.comp.peer_sack = true;
