@@ -35,9 +35,12 @@ struct sr_qp;
 /* The cap never closes below this many packets. */
 enum { SR_QCAP_FLOOR = 64 };
 /* Delivery-rate samples kept for the max filter, and the shortest
- * interval one covers (longer with a longer min RTT: 4 of them). */
+ * interval one covers (longer with a longer min RTT: 4 of them). 8 x 2 ms
+ * outlasts a loaded host's scheduling stalls, which intervals of 500 us
+ * read as a slower path; in srdma-sim both give the same goodput
+ * (bench/sack_sim.sh). */
 enum { SR_QCAP_SAMPLES = 8 };
-#define SR_QCAP_INTERVAL_NS 500000ull
+#define SR_QCAP_INTERVAL_NS 2000000ull
 
 struct sr_qcap {
     bool started;                   /* the QP has called sr_qcap_update */

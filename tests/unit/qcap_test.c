@@ -41,11 +41,12 @@ static struct rig *rig_new(uint8_t timeout)
     return r;
 }
 
-/* Deliver `pps` packets per second for `ms` milliseconds, one update per
- * 100 us, the sender window-limited. */
-static void deliver(struct rig *r, uint64_t *now, uint64_t pps, unsigned ms)
+/* Deliver `pps` packets per second for `n` rate intervals, one update
+ * per 100 us, the sender window-limited. */
+static const unsigned STEPS = (unsigned)(SR_QCAP_INTERVAL_NS / 100000);
+static void deliver(struct rig *r, uint64_t *now, uint64_t pps, unsigned n)
 {
-    for (unsigned i = 0; i < ms * 10; i++) {
+    for (unsigned i = 0; i < n * STEPS; i++) {
         *now += MS / 10;
         r->qp.comp.psn = sr_psn_add(r->qp.comp.psn, (uint32_t)(pps / 10000));
         r->qp.qcap.limited = true;
@@ -74,7 +75,7 @@ static void test_rate(void)
     SR_CHECK(!sr_qcap_fills(&r->qp, SR_QCAP_FLOOR, 32));
     r->qp.comp.peer_sack = true;
     /* 200 k packets/s: 200 k x 1.1 ms = 220 packets */
-    deliver(r, &now, 200000, 10);
+    deliver(r, &now, 200000, 2);
     SR_CHECK_EQ(r->qp.qcap.cap, 220);
     /* SACKed packets leave the pipe */
     SR_CHECK(sr_qcap_blocks(&r->qp, 300));
@@ -91,17 +92,17 @@ static void test_max_filter(void)
     r->qp.comp.peer_sack = true;
     uint64_t now = MS;
     sr_qcap_update(&r->qp, now);
-    deliver(r, &now, 1000000, 5);
+    deliver(r, &now, 1000000, 2);
     SR_CHECK_EQ(r->qp.qcap.cap, 1100);
-    /* a stall of 2 ms, then a slower rate: the highest of the last
-     * SR_QCAP_SAMPLES intervals holds for a while, then the new one */
-    now += 2 * MS;
-    deliver(r, &now, 500000, 1);
+    /* a stall, then a slower rate: the highest of the last SR_QCAP_SAMPLES
+     * intervals holds for a while, then the new one */
+    now += 2 * SR_QCAP_INTERVAL_NS;
+    deliver(r, &now, 500000, SR_QCAP_SAMPLES - 2);
     SR_CHECK_EQ(r->qp.qcap.cap, 1100);
-    deliver(r, &now, 500000, 10);
+    deliver(r, &now, 500000, SR_QCAP_SAMPLES);
     SR_CHECK_EQ(r->qp.qcap.cap, 550);
     /* an application-limited interval lower than the max is not kept */
-    for (unsigned i = 0; i < 40; i++) {
+    for (unsigned i = 0; i < 4 * SR_QCAP_SAMPLES * STEPS; i++) {
         now += MS / 10;
         r->qp.comp.psn = sr_psn_add(r->qp.comp.psn, 1);
         sr_qcap_update(&r->qp, now);
@@ -125,13 +126,13 @@ static void test_reset(void)
     r->qp.comp.sb = sb;
     uint64_t now = MS;
     sr_qcap_update(&r->qp, now);
-    deliver(r, &now, 200000, 5);
+    deliver(r, &now, 200000, 2);
     SR_CHECK_EQ(r->qp.qcap.cap, 220);
-    /* 1,000 PSNs SACKed over the next 5 ms (200 k/s), then the scoreboard
+    /* PSNs SACKed over the next intervals (200 k/s), then the scoreboard
      * forgets them (a timeout) and one cumulative ACK covers them: counted
      * once, not twice */
     uint32_t base = r->qp.comp.psn;
-    for (unsigned i = 0; i < 50; i++) {
+    for (unsigned i = 0; i < 2 * STEPS; i++) {
         now += MS / 10;
         sb->cnt += 20;
         r->qp.qcap.limited = true;
@@ -142,7 +143,7 @@ static void test_reset(void)
     now += MS / 10;
     sr_qcap_update(&r->qp, now);
     now += MS / 10;
-    r->qp.comp.psn = sr_psn_add(base, 1000);
+    r->qp.comp.psn = sr_psn_add(base, 40 * STEPS);
     r->qp.qcap.limited = true;
     sr_qcap_update(&r->qp, now);
     deliver(r, &now, 200000, 1);
@@ -163,7 +164,7 @@ static void test_bounds(void)
     r->qp.comp.peer_sack = true;
     uint64_t now = MS;
     sr_qcap_update(&r->qp, now);
-    deliver(r, &now, 1000000, 10);
+    deliver(r, &now, 1000000, 2);
     SR_CHECK_EQ(r->qp.qcap.cap, sr_qcap_cap(1000000, 100000, sr_timeout_ns(10) / 16));
     free(r);
     /* a standard peer: its first ACK (without the SACK bit) ends the cap */
