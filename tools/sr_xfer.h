@@ -62,6 +62,7 @@ struct sr_xfer_cfg {
     uint8_t min_rnr_timer;      /* IBA Table 45 code */
     uint32_t window_pkts;       /* requester window; 0 = the engine's default */
     bool sack;                  /* both engines: selective recovery (sr_engine_cfg.sack) */
+    uint64_t qdelay_ns;         /* both engines: sr_engine_cfg.qdelay_ns (0: no cap) */
     const struct sr_cc_cfg *cc; /* both engines' congestion control; NULL: none */
     uint32_t start_psn;         /* requester's first PSN (the responder's is start_psn + 8) */
     uint64_t time_limit_ns;     /* simulated; 0 = automatic: 1 s + 1000x the ideal time

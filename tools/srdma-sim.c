@@ -44,6 +44,8 @@ static void usage(FILE *f)
             "  --retry N          retry_cnt, 0..7 (7)\n"
             "  --rnr-retry N      rnr_retry, 0..7, 7 = infinite (7)\n"
             "  --window N         requester window in packets, 0 = engine default (0)\n"
+            "  --qdelay-us T      with --sack: queueing the requester may build beyond\n"
+            "                     its round trip, 0 = no cap (1000, as the library's)\n"
             "  --sack             selective recovery on both nodes (docs/WIRE.md)\n"
             "  --time-limit-ms T  simulated time limit, 0 = automatic (0)\n"
             "  --ipv6             IPv6 addresses (fd00::1, fd00::2) instead of IPv4\n"
@@ -194,6 +196,7 @@ int main(int argc, char **argv)
 {
     struct sr_xfer_cfg c;
     sr_xfer_cfg_init(&c);
+    c.qdelay_ns = 1000000; /* the library's SOFTRDMA_QDELAY_US */
     enum {
         O_OP = 256,
         O_QP,
@@ -216,6 +219,7 @@ int main(int argc, char **argv)
         O_LIMIT,
         O_IPV6,
         O_SACK,
+        O_QDELAY,
     };
     static const struct option opts[] = {
         {"op", required_argument, NULL, O_OP},
@@ -239,6 +243,7 @@ int main(int argc, char **argv)
         {"time-limit-ms", required_argument, NULL, O_LIMIT},
         {"ipv6", no_argument, NULL, O_IPV6},
         {"sack", no_argument, NULL, O_SACK},
+        {"qdelay-us", required_argument, NULL, O_QDELAY},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -344,6 +349,11 @@ int main(int argc, char **argv)
             break;
         case O_SACK:
             c.sack = true;
+            break;
+        case O_QDELAY:
+            if (parse_uint(v, 1000000, &u))
+                return usage_error("--qdelay-us", v, "microseconds, 0..1000000");
+            c.qdelay_ns = u * 1000;
             break;
         case O_WINDOW:
             if (parse_uint(v, UINT32_MAX, &u))

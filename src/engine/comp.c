@@ -87,6 +87,7 @@ void sr_comp_rtt_start(struct sr_qp *qp, uint32_t psn, uint64_t now_ns)
     if (qp->comp.rtt_timing)
         return;
     qp->comp.rtt_timing = true;
+    qp->comp.rtt_behind = false;
     qp->comp.rtt_psn = psn;
     qp->comp.rtt_sent_ns = now_ns;
 }
@@ -156,8 +157,10 @@ static void progress(struct sr_qp *qp, uint64_t now_ns, uint32_t old_psn)
     uint64_t rtt_ns = 0;
     if (qp->comp.rtt_timing && sr_psn_lt(qp->comp.rtt_psn, qp->comp.psn)) {
         qp->comp.rtt_timing = false;
-        rtt_ns = now_ns - qp->comp.rtt_sent_ns;
-        sr_rtt_sample(&qp->comp.rtt, rtt_ns);
+        if (!qp->comp.rtt_behind) {
+            rtt_ns = now_ns - qp->comp.rtt_sent_ns;
+            sr_rtt_sample(&qp->comp.rtt, rtt_ns);
+        }
     }
     sr_cong_acked(qp, (uint32_t)sr_psn_diff(qp->comp.psn, old_psn), rtt_ns, now_ns);
     /* The recovery window grows by what was acknowledged (slow start,

@@ -29,6 +29,7 @@
 #include "rtt.h"
 #include "readsel.h"
 #include "place.h"
+#include "qcap.h"
 #include "sack.h"
 #include "sr_engine.h"
 #include "sr_util.h"
@@ -212,6 +213,11 @@ struct sr_qp {
         uint32_t rtt_psn;
         uint64_t rtt_sent_ns;
         bool rtt_timing, rtt_resent_ok;
+        /* An earlier PSN was resent while the timed packet was out: its
+         * cumulative ACK may then have waited for that repair, and times
+         * it (up to a transport timeout), not the path; only a SACK of the
+         * timed packet itself still gives the sample (sack.c). */
+        bool rtt_behind;
         /* Tail-loss probe (rtt.h): due when nothing was acknowledged for a
          * probe timeout; probes counts those since the last progress. */
         uint64_t probe_at;
@@ -249,6 +255,7 @@ struct sr_qp {
     } resp;
 
     struct sr_qp_cong cong; /* congestion control (congestion.h) */
+    struct sr_qcap qcap;    /* the cap on the queue it builds (qcap.h) */
 
     struct sr_qp *active_next, *active_prev; /* on eng->active while timers may run */
     bool active;

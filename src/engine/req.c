@@ -248,7 +248,8 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w, uint32_t window, u
     /* Also on the packet that fills the window (a recovery window is
      * small: the responder must answer it for the window to open), and on
      * a probe. */
-    bool fills = (uint32_t)sr_psn_diff(sr_psn_add(p.bth.psn, consumed), qp->comp.psn) >= window;
+    uint32_t span = (uint32_t)sr_psn_diff(sr_psn_add(p.bth.psn, consumed), qp->comp.psn);
+    bool fills = span >= window || sr_qcap_fills(qp, span, w->ack_every);
     if (sr_qp_reliable(qp) && (info->flags & (SR_OPF_SEND | SR_OPF_WRITE | SR_OPF_ATOMIC_WRITE)) &&
         (last || (idx + 1) % sr_cong_ack_every(qp, w->ack_every) == 0 || fills || probe))
         p.bth.ack_req = true;
@@ -334,6 +335,8 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
     if (qp->req.rec_wnd && qp->req.rec_wnd < window)
         window = qp->req.rec_wnd;
     window = sr_cong_window(qp, window);
+    if (sr_qp_reliable(qp))
+        sr_qcap_update(qp, now_ns);
     bool sent = false, local_done = false;
     while (qp->req.cur != qp->sq_tail && qp->attr.qp_state == s) {
         struct sr_swqe *w = sr_sq_at(qp, qp->req.cur);
@@ -365,8 +368,15 @@ void sr_req_run(struct sr_qp *qp, uint64_t now_ns)
         /* not yet started (a rewind to the start of a WQE that was partly
          * sent does not start it again: under SQD it would stay stopped) */
         bool fresh = w->state == SWQE_POSTED && !w->shaped && qp->req.cur_psn == w->first_psn;
-        if (sr_qp_reliable(qp) && (uint32_t)sr_psn_diff(qp->req.cur_psn, qp->comp.psn) >= window)
-            break;
+        if (sr_qp_reliable(qp)) {
+            uint32_t span = (uint32_t)sr_psn_diff(qp->req.cur_psn, qp->comp.psn);
+            if (span >= window) {
+                qp->qcap.limited = true;
+                break;
+            }
+            if (sr_qcap_blocks(qp, span))
+                break; /* the queue it builds is at its cap (qcap.h) */
+        }
         if (fresh) {
             /* SQD: nothing new starts while draining (IBA 10.3.1.5). */
             if (s == SR_QPS_SQD)
@@ -473,8 +483,11 @@ uint32_t sr_req_resend(struct sr_qp *qp, uint32_t psn, uint64_t now_ns, bool *se
     qp->req.cur = cur;
     qp->req.cur_psn = cur_psn;
     if (timing && (!used || sr_psn_lt(qp->comp.rtt_psn, psn) ||
-                   !sr_psn_lt(qp->comp.rtt_psn, sr_psn_add(psn, used))))
+                   !sr_psn_lt(qp->comp.rtt_psn, sr_psn_add(psn, used)))) {
         qp->comp.rtt_timing = true;
+        if (used && sr_psn_lt(psn, qp->comp.rtt_psn))
+            qp->comp.rtt_behind = true;
+    }
     if (used)
         sr_resp_ack_first(qp, SR_ACK_EV_REQUEST, now_ns);
     return used;

@@ -3,6 +3,8 @@
 
 void sr_rtt_sample(struct sr_rtt *r, uint64_t rtt_ns)
 {
+    if (rtt_ns && (!r->min_ns || rtt_ns < r->min_ns))
+        r->min_ns = rtt_ns;
     if (!r->valid) {
         /* RFC 6298 2.2: the first measurement */
         r->srtt_ns = rtt_ns;
@@ -35,7 +37,15 @@ uint64_t sr_rtt_pto(const struct sr_rtt *r, unsigned backoff, uint64_t ack_hold_
     uint64_t floor = r->pto_floor_ns ? r->pto_floor_ns : SR_RTT_PTO_FLOOR_NS;
     if (pto < floor)
         pto = floor;
-    pto = (pto + ack_hold_ns) << backoff;
+    pto += ack_hold_ns;
+    /* RFC 8985 7.2 arms the RTO instead of a PTO that would come later;
+     * but this RTO is the IBA transport timer, which costs retry_cnt and
+     * resends the window: one probe still goes at half of it, so that a
+     * round trip that grew with a queue (a slow peer's socket buffer)
+     * does not leave every lost resend to the timer. */
+    if (pto > timeout_ns / 2)
+        pto = timeout_ns / 2;
+    pto <<= backoff;
     return pto < timeout_ns ? pto : UINT64_MAX;
 }
 

@@ -31,6 +31,7 @@ struct sr_rtt {
     uint64_t srtt_ns, rttvar_ns;
     bool valid;            /* at least one sample */
     uint64_t pto_floor_ns; /* the probe timeout's floor; 0: SR_RTT_PTO_FLOOR_NS */
+    uint64_t min_ns;       /* the smallest sample (qcap.h); 0: none */
 };
 
 /* Fold in one round-trip sample (RFC 6298 2.2, 2.3: alpha 1/8, beta 1/4). */

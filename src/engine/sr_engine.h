@@ -423,6 +423,11 @@ struct sr_engine_cfg {
      * default), the device is a standard go-back-N RoCEv2 device: it
      * neither marks nor sends SACKs and drops any it receives. */
     bool sack;
+    /* Between SACK peers: the queueing delay the requester's packets in
+     * flight may build beyond the measured round trip (qcap.h: the pipe is
+     * capped at the delivery rate times min RTT plus this); 0: no cap, the
+     * window alone. */
+    uint64_t qdelay_ns;
     uint32_t ooo_pkts;  /* 0: 2048; rounded up to a power of two, at most 4096 */
     uint64_t ooo_bytes; /* 0: 64 MiB */
     struct sr_engine_ops ops;

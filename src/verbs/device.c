@@ -154,6 +154,7 @@ static void parse_config(struct sv_config *c)
     c->whole_writes = wo && strcmp(wo, "0") == 0;
     const char *sk = getenv("SOFTRDMA_SACK");
     c->no_sack = sk && strcmp(sk, "0") == 0;
+    c->qdelay_us = env_us("SOFTRDMA_QDELAY_US", 1000, 1000000);
     /* Injected faults live in the UDP driver: with them, everything goes
      * through it. */
     const char *sh = getenv("SOFTRDMA_SHM");
@@ -267,6 +268,7 @@ int sv_device_nic_get(struct sv_device *dev, struct sv_context *ctx, struct sr_n
         cfg.shm_bulk_read = dev->cfg.shm_bulk_read;
         cfg.engine.whole_writes = dev->cfg.whole_writes;
         cfg.engine.sack = !dev->cfg.no_sack;
+        cfg.engine.qdelay_ns = (uint64_t)dev->cfg.qdelay_us * 1000;
         cfg.engine.ack_delay_ns = (uint64_t)dev->cfg.ack_delay_us * 1000;
         cfg.handoff_ns = (uint64_t)dev->cfg.handoff_us * 1000;
         cfg.engine.ops.cq_event = sv_engine_cq_event;

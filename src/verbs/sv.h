@@ -31,6 +31,7 @@ struct sv_config {
     bool no_gso;               /* SOFTRDMA_GSO=0: one send per datagram */
     bool whole_writes;         /* SOFTRDMA_WRITE_ONLY=0: WRITEs as FIRST/MIDDLE/LAST over UDP */
     bool no_sack;              /* SOFTRDMA_SACK=0: a standard go-back-N device (docs/WIRE.md) */
+    uint32_t qdelay_us;        /* SOFTRDMA_QDELAY_US: queueing the requester may build (qcap.h); 0: none */
     uint32_t ack_delay_us;     /* SOFTRDMA_ACK_DELAY_US: how long an ACK may wait for a reply */
     uint32_t handoff_us; /* SOFTRDMA_HANDOFF_US: NIC thread off the socket after inline polls */
     bool no_shm;         /* SOFTRDMA_SHM=0, or SOFTRDMA_FAULT set: UDP to same-host peers too */
