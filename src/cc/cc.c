@@ -112,6 +112,14 @@ void sr_cc_on_ack(struct sr_cc *cc, uint64_t acked_bytes, uint64_t rtt_ns, bool 
     cc->ops->on_ack(cc, acked_bytes, rtt_ns, ecn_echo, now_ns);
 }
 
+void sr_cc_on_ack_hold(struct sr_cc *cc, uint64_t acked_bytes, uint64_t rtt_ns, uint64_t hold_ns,
+                       bool ecn_echo, uint64_t now_ns)
+{
+    cc->ack_hold_ns = hold_ns;
+    cc->ops->on_ack(cc, acked_bytes, rtt_ns, ecn_echo, now_ns);
+    cc->ack_hold_ns = 0;
+}
+
 void sr_cc_on_cnp(struct sr_cc *cc, uint64_t now_ns)
 {
     cc->ops->on_cnp(cc, now_ns);
