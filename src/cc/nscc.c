@@ -20,7 +20,12 @@
  *   no ECN, delay < target:   proportional increase,
  *                             cwnd += gain acked (target - delay) / target,
  *                             plus the fair increase
- * Delay alone never cuts: on a software host it is mostly the hosts. Fair
+ * Delay alone never cuts: on a software host it is mostly the hosts.
+ * Until the first mark (ECN echo or CNP) the two unmarked cases are slow
+ * start instead, cwnd += acked (RFC 5681 3.1; an ECN echo ends it as a
+ * loss would, RFC 3168 6.1.2): with nothing marked a host's delay is no
+ * reason to grow by a packet per round trip, and on a path without ECN
+ * the window then reaches max_wnd within a few round trips. Fair
  * increase is additive, fi_bytes per window acknowledged, the same for
  * every flow, which is what converges competing flows to a fair share.
  * An ECN echo before any RTT sample is congestion of unknown size: the
@@ -69,6 +74,7 @@ static int nscc_init(struct sr_cc *cc, const struct sr_cc_cfg *cfg, uint64_t now
         return SR_ERR_INVAL;
     n->line_rate_bps = cfg->line_rate_bps;
     n->cwnd = n->p.init_wnd;
+    n->slow_start = n->p.slow_start;
     clamp_and_pace(cc);
     return 0;
 }
@@ -130,6 +136,8 @@ static void nscc_on_ack(struct sr_cc *cc, uint64_t acked_bytes, uint64_t rtt_ns,
         n->qdelay_ns = path > base ? path - base : 0;
         n->sampled = true;
     }
+    if (ecn_echo)
+        n->slow_start = false;
     if (!n->sampled) {
         if (ecn_echo)
             decrease(n, n->p.md_max, now_ns);
@@ -145,6 +153,8 @@ static void nscc_on_ack(struct sr_cc *cc, uint64_t acked_bytes, uint64_t rtt_ns,
         decrease(n, f < n->p.md_max ? f : n->p.md_max, now_ns);
     } else if (ecn_echo) {
         /* below target: no change */
+    } else if (n->slow_start) {
+        n->cwnd += acked_bytes;
     } else if (q >= target) {
         fair = true;
     } else {

@@ -72,6 +72,7 @@ struct sr_cc_nscc_params {
     uint64_t fi_bytes;         /* fair increase per window acked: 0 = one MTU */
     double pi_gain;            /* proportional increase gain: 1/4 */
     bool pace;                 /* pace at window / srtt */
+    bool slow_start;           /* cwnd += acked until the first mark: 1 */
 };
 
 /* DCQCN notification point: CNPs for ECN-CE arrivals on one QP. */
@@ -138,7 +139,8 @@ struct sr_cc_nscc {
     uint64_t hold_sub_ns; /* hold taken off the samples, in all (introspection) */
     uint64_t md_cnt;      /* multiplicative decreases (introspection) */
     bool decreased;
-    bool sampled; /* qdelay_ns is meaningful */
+    bool sampled;    /* qdelay_ns is meaningful */
+    bool slow_start; /* no mark yet (p.slow_start) */
 };
 
 struct sr_cc;

@@ -386,6 +386,41 @@ static void nscc_cfg(struct sr_cc_cfg *cfg)
     sr_cc_cfg_default(cfg, G40);
     cfg->algo = SR_CC_NSCC;
     cfg->nscc.base_rtt_ns = 10 * US;
+    cfg->nscc.slow_start = false; /* the rules one by one; test_nscc_slow_start */
+}
+
+/* Until the first mark the unmarked cases grow by what is acknowledged,
+ * whatever the delay; the first ECN echo (or CNP) ends it for good. */
+static void test_nscc_slow_start(void)
+{
+    struct sr_cc_cfg cfg;
+    struct sr_cc cc;
+    nscc_cfg(&cfg);
+    cfg.nscc.slow_start = true;
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    uint64_t w = 64 * 4096;
+    sr_cc_on_ack(&cc, 4096, 10 * US, false, 10 * US); /* no queue */
+    w += 4096;
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    sr_cc_on_ack(&cc, 8192, 500 * US, false, 20 * US); /* far above target */
+    w += 8192;
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* a mark below the target: no change, and slow start is over */
+    sr_cc_on_ack(&cc, 4096, 12 * US, true, 30 * US);
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    sr_cc_on_ack(&cc, 4096, 500 * US, false, 40 * US);
+    w += 4096ull * 4096 / w; /* the fair increase, as in congestion avoidance */
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    /* a CNP ends it too (no cut: the latest sample had no queue) */
+    SR_CHECK_EQ(sr_cc_init(&cc, &cfg, 0), 0);
+    sr_cc_on_ack(&cc, 0, 10 * US, false, 10 * US);
+    sr_cc_on_cnp(&cc, 20 * US);
+    w = 64 * 4096;
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
+    sr_cc_on_ack(&cc, 4096, 10 * US, false, 200 * US);
+    w += 1024;
+    w += 4096ull * 4096 / w;
+    SR_CHECK_EQ(sr_cc_window_bytes(&cc), w);
 }
 
 static void test_nscc_below_target(void)
@@ -762,6 +797,7 @@ static void test_loop_nscc(void)
     struct sim *s = &sim_state;
     nscc_cfg(&cfg);
     cfg.nscc.base_rtt_ns = 0; /* learnt: 4 us + one packet's serialisation */
+    cfg.nscc.slow_start = true;
     memset(s, 0, sizeof(*s));
     s->nflows = 1;
     SR_CHECK_EQ(sr_cc_init(&s->f[0].cc, &cfg, 0), 0);
@@ -790,6 +826,7 @@ static void test_loop_nscc_host_delay(void)
     struct sim *s = &sim_state;
     nscc_cfg(&cfg);
     cfg.nscc.base_rtt_ns = 0;
+    cfg.nscc.slow_start = true;
     memset(s, 0, sizeof(*s));
     s->nflows = 1;
     SR_CHECK_EQ(sr_cc_init(&s->f[0].cc, &cfg, 0), 0);
@@ -817,6 +854,7 @@ static void test_loop_nscc_fair(void)
     struct sim *s = &sim_state;
     nscc_cfg(&cfg);
     cfg.nscc.base_rtt_ns = 0;
+    cfg.nscc.slow_start = true;
     memset(s, 0, sizeof(*s));
     s->nflows = 2;
     s->mark_bytes = 12500;
@@ -1065,6 +1103,7 @@ int main(void)
     SR_RUN(test_nscc_above_target);
     SR_RUN(test_nscc_ecn_without_rtt_and_base);
     SR_RUN(test_nscc_hold);
+    SR_RUN(test_nscc_slow_start);
     SR_RUN(test_nscc_pacing);
     SR_RUN(test_loop_dcqcn);
     SR_RUN(test_loop_dcqcn_window);
