@@ -105,15 +105,19 @@ static void decrease(struct sr_cc_nscc *n, double factor, uint64_t now_ns)
 }
 
 /* The sample the delay is read from: the RTT less the responder's ACK
- * hold, which is the responder's time, not the path's. As QUIC adjusts
- * its samples by the peer's ack_delay (RFC 9000 5.3), the hold is taken
- * off only where that leaves at least the smallest sample seen, so a
- * report larger than the truth cannot make a queue vanish. */
+ * hold, which is the responder's time, not the path's. The hold counts
+ * from the newest AckReq the ACK answers (RFC 9000 13.2.5's ack_delay),
+ * which arrived no earlier than the timed request, so an honest report
+ * never takes off more than the ACK waited. QUIC also keeps the adjusted
+ * sample above its min_rtt (RFC 9000 5.3); here every ACK of a stream
+ * may be held, so the smallest sample carries a hold too and that floor
+ * would keep most of the correction out: the only floor is that a report
+ * must be shorter than the sample. */
 static uint64_t path_rtt(struct sr_cc_nscc *n, uint64_t rtt_ns, uint64_t hold_ns)
 {
     if (!n->min_raw_rtt_ns || rtt_ns < n->min_raw_rtt_ns)
         n->min_raw_rtt_ns = rtt_ns;
-    if (hold_ns && rtt_ns >= n->min_raw_rtt_ns + hold_ns) {
+    if (hold_ns && hold_ns < rtt_ns) {
         n->hold_sub_ns += hold_ns;
         return rtt_ns - hold_ns;
     }

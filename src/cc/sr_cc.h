@@ -133,7 +133,7 @@ struct sr_cc_nscc {
     uint64_t cwnd;
     uint64_t srtt_ns;        /* smoothed RTT, the responder's hold included */
     uint64_t min_rtt_ns;     /* smallest RTT less the hold: the learnt base RTT */
-    uint64_t min_raw_rtt_ns; /* smallest RTT as measured (RFC 9000 5.3's min_rtt) */
+    uint64_t min_raw_rtt_ns; /* smallest RTT as measured, the hold included */
     uint64_t qdelay_ns;      /* the latest sample's queueing delay */
     uint64_t last_decrease_ns;
     uint64_t hold_sub_ns; /* hold taken off the samples, in all (introspection) */

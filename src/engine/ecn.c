@@ -105,3 +105,8 @@ void sr_ecn_echo_done(struct sr_qp *qp, uint64_t now_ns)
     if (sr_cc_next_deadline(&qp->cong.cc) != SR_CC_NO_DEADLINE)
         sr_engine_activate(qp->eng, qp);
 }
+
+uint64_t sr_ecn_hold_taken_ns(const struct sr_qp *qp)
+{
+    return qp->cong.on ? sr_cc_nscc_hold_sub_ns(&qp->cong.cc) : 0;
+}

@@ -49,6 +49,9 @@ bool sr_ecn_take(struct sr_qp *qp);
 /* Requester: the hold the response being processed reports, once (0:
  * none); congestion.c passes it with the ACK. */
 uint64_t sr_ecn_take_hold(struct sr_qp *qp);
+/* Requester: the hold its controller has taken off RTT samples in all
+ * (nscc; 0 for another algorithm). For tests and traces. */
+uint64_t sr_ecn_hold_taken_ns(const struct sr_qp *qp);
 /* Requester: the response is processed; an echo that came with no new
  * acknowledgement goes to the controller alone. */
 void sr_ecn_echo_done(struct sr_qp *qp, uint64_t now_ns);

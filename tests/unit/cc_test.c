@@ -527,8 +527,8 @@ static void test_nscc_ecn_without_rtt_and_base(void)
 }
 
 /* The responder's reported ACK hold comes off the sample before the base
- * RTT does, as RFC 9000 5.3 adjusts by ack_delay: never below the
- * smallest sample measured. */
+ * RTT does (as RFC 9000 5.3 adjusts by ack_delay), unless it is as long
+ * as the sample. */
 static void test_nscc_hold(void)
 {
     struct sr_cc_cfg cfg;
@@ -557,14 +557,26 @@ static void test_nscc_hold(void)
     sr_cc_on_ack(&raw, 0, 12 * US, false, 10 * US);
     sr_cc_on_ack(&raw, 4096, 52 * US, true, 30 * US);
     SR_CHECK_EQ(sr_cc_window_bytes(&raw), 32 * 4096);
-    /* A report longer than the sample less the smallest (30 us of a 40 us
-     * sample, 12 us smallest) is not taken off: 30 us of queueing. */
-    sr_cc_on_ack_hold(&cc, 0, 40 * US, 30 * US, false, 40 * US);
+    /* A report as long as the sample is not taken off: 30 us of queueing. */
+    sr_cc_on_ack_hold(&cc, 0, 40 * US, 40 * US, false, 40 * US);
     SR_CHECK_EQ(sr_cc_nscc_qdelay_ns(&cc), 30 * US);
     SR_CHECK_EQ(sr_cc_nscc_hold_sub_ns(&cc), 80 * US);
     /* The report lasts for one call: a plain ACK after it has none. */
     sr_cc_on_ack(&cc, 0, 52 * US, false, 50 * US);
     SR_CHECK_EQ(sr_cc_nscc_qdelay_ns(&cc), 42 * US);
+    /* Every ACK held (a stream's are), the smallest sample too: the base
+     * RTT learnt is the path's, 12 us, and a 40 us hold on a 52 us sample
+     * reads as no queue. (QUIC's floor at the smallest raw sample, 32 us,
+     * would keep this hold in: 52 < 32 + 40.) */
+    struct sr_cc learnt;
+    cfg.nscc.base_rtt_ns = 0;
+    SR_CHECK_EQ(sr_cc_init(&learnt, &cfg, 0), 0);
+    sr_cc_on_ack_hold(&learnt, 0, 32 * US, 20 * US, false, 10 * US);
+    SR_CHECK_EQ(sr_cc_nscc_qdelay_ns(&learnt), 0);
+    sr_cc_on_ack_hold(&learnt, 0, 52 * US, 40 * US, false, 20 * US);
+    SR_CHECK_EQ(sr_cc_nscc_qdelay_ns(&learnt), 0);
+    sr_cc_on_ack_hold(&learnt, 0, 52 * US, 20 * US, false, 30 * US);
+    SR_CHECK_EQ(sr_cc_nscc_qdelay_ns(&learnt), 20 * US);
     /* The other algorithms ignore it. */
     struct sr_cc d;
     dcqcn_cfg(&cfg);

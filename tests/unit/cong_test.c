@@ -716,8 +716,8 @@ static void test_ecn_echo_standard_peer(void)
 
 /* The hold report (docs/WIRE.md): a responder that holds an ACK (here
  * 30 us, sr_engine_cfg.ack_delay_ns) says on it, in Resv7 bits 4..0, how
- * long after the AckReq it left; the requester counts it and nscc takes
- * it off its RTT sample. A standard requester's ACKs carry no such bits
+ * long after the AckReq it left; the requester counts it and its nscc
+ * takes it off the RTT samples. A standard requester's ACKs carry no such bits
  * (test_ecn_echo_standard_peer checks all seven). */
 static void test_hold_report(void)
 {
@@ -765,9 +765,12 @@ static void test_hold_report(void)
             SR_CHECK_EQ(sr_ecn_hold_ns(code), 28 * US);
             SR_CHECK_EQ(s1.ack_holds_sent, coded);
             SR_CHECK_EQ(s0.ack_holds_rcvd, coded);
+            /* and the requester's nscc took them off its samples */
+            SR_CHECK(sr_ecn_hold_taken_ns(f.pr.qp[0]) >= 28 * US);
         } else {
             SR_CHECK_EQ(coded, 0);
             SR_CHECK_EQ(s1.ack_holds_sent + s0.ack_holds_rcvd, 0);
+            SR_CHECK_EQ(sr_ecn_hold_taken_ns(f.pr.qp[0]), 0);
         }
         fix_close(&f);
     }
