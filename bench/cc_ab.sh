@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # bench/cc_ab.sh: the cost of congestion control where there is no
 # congestion. Unmodified perftest over softrdma's UDP path on loopback
-# (SOFTRDMA_SHM=0), one build, SOFTRDMA_CC=none against dcqcn and nscc:
-# ib_write_bw at 4 KiB and 64 KiB (Gb/s), ib_write_bw 64 B (Mpps) and
-# ib_write_lat 2 B (typical us). The three settings run interleaved, round
+# (SOFTRDMA_SHM=0), one build, SOFTRDMA_CC=none against dcqcn and nscc
+# (CC_SETTINGS): ib_write_bw at 4 KiB and 64 KiB (Gb/s), ib_write_bw 64 B
+# (Mpps) and ib_write_lat 2 B (typical us). The settings run interleaved, round
 # by round (order rotating), so drifts in machine load hit them alike. The
 # report gives each point's median, min and max per setting and the
 # median's ratio to none's; "same" when the ranges overlap.
 # A benchmark, not a test.
 #
 # Environment:
+#   CC_SETTINGS the SOFTRDMA_CC values, none first ("none dcqcn nscc"; a
+#              value may carry parameters, e.g. "none nscc nscc,pace=0")
 #   CC_ROUNDS  rounds (5)
 #   CC_SECS    perftest -D per bandwidth point (2)
 #   CC_BUILD   build directory with lib/libibverbs.so.1 (build)
@@ -29,7 +31,9 @@ tmp=$(mktemp -d)
 . "$root/bench/ab_lib.sh"
 trap ab_cleanup EXIT
 port=$((22000 + $$ % 2000))
-settings=(none dcqcn nscc)
+read -r -a settings <<<"${CC_SETTINGS:-none dcqcn nscc}"
+[ "${settings[0]}" = none ] || { echo "cc_ab: CC_SETTINGS must start with none (the peer)" >&2; exit 2; }
+nset=${#settings[@]}
 
 # run CC TAG PROG ARGS...: one perftest pair; its client's output in $tmp/TAG
 run() {
@@ -42,8 +46,8 @@ run() {
 raw=$tmp/raw
 : >"$raw"
 for ((r = 1; r <= rounds; r++)); do
-  for ((k = 0; k < 3; k++)); do
-    cc=${settings[$(((r + k) % 3))]}
+  for ((k = 0; k < nset; k++)); do
+    cc=${settings[$(((r + k) % nset))]}
     echo "cc_ab: round $r/$rounds: $cc" >&2
     for s in 4096 65536; do
       if run "$cc" bw "ib_write_bw" -s $s -D "$secs" --report_gbits; then
@@ -64,7 +68,7 @@ done
   echo "# bench/cc_ab.sh: $rounds interleaved rounds, perftest over UDP on loopback, -D $secs"
   echo "# commit $(git -C "$root" rev-parse --short HEAD), $(date -u), load $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
   echo "# point | setting | median | min | max | median / none's | ranges"
-  python3 - "$raw" <<'PY'
+  python3 - "$raw" "${settings[@]}" <<'PY'
 import sys, statistics
 rows = {}
 for line in open(sys.argv[1]):
@@ -72,7 +76,7 @@ for line in open(sys.argv[1]):
     rows.setdefault(k, {}).setdefault(c, []).append(float(v))
 for k in sorted(rows):
     base = rows[k].get("none")
-    for c in ("none", "dcqcn", "nscc"):
+    for c in sys.argv[2:]:
         v = rows[k].get(c)
         if not v:
             continue

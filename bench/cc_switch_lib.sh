@@ -92,22 +92,35 @@ ccs_dcqcn_explain() {
 }
 
 # ccs_nscc_params RTT_US WINDOW_RTT_US RATE_MBPS LINK_MTU: nscc's, for the
-# same bottleneck. Its delay signal is the RTT sample less the base RTT,
-# and a softrdma sample carries the responder's ACK hold and the hosts'
-# wake-ups (docs/CONGESTION.md), so: the base RTT configured to the
-# measured one (the smallest sample of a loaded host is far below the
-# typical); the target the window's RTT (a queue of buffer/8 at the
-# line rate, above the hosts' delay floor measured first); the packet
-# size the path MTU the links give; windows of buffer/8 to start (8 QPs'
-# first round trips fit) and at most buffer/2; the pacer as dcqcn's.
+# same bottleneck. nscc cuts only on an ECN echo that comes with delay at
+# or above its target (NSCC's quadrants, docs/CONGESTION.md), so:
+#   - the base RTT learnt (base_rtt_us=0: the smallest sample, the
+#     responder's reported hold taken off): a base too large reads a
+#     marked queue as below target and never cuts (a loaded host's
+#     ib_write_lat came out at 8.2 ms once), the smallest sample can
+#     only err towards cutting;
+#   - the target WINDOW_RTT_US, half the delay of Kmin (buffer/8) at the
+#     line rate: every mark comes with at least twice the target, so
+#     marks always cut, and the proportional increase runs only while the
+#     queue is below half of Kmin;
+#   - md_max 0.25: the hosts' delay (milliseconds, not the queue) makes
+#     every marked round trip's Swift factor its cap, and halving a
+#     window of BDP + Kmin per marked round trip leaves the link idle
+#     while the fair increase (a packet per window) wins it back;
+#   - the packet size the path MTU the links give; windows of buffer/8
+#     to start (8 QPs' first round trips fit the buffer, so no slow
+#     start: slow_start=0) and at most buffer/2; the pacer as dcqcn's
+#     (pace_line=1, pace_burst 64 KiB).
 ccs_nscc_params() {
   awk -v r="$1" -v w="$2" -v l="$3" -v m="$4" 'BEGIN {
     mtu = m >= 4200 ? 4096 : (m >= 2200 ? 2048 : 1024)
     b = 2 * l * w / 8   # bytes: buffer / 8
-    printf "base_rtt_us=%d,target_us=%d,mtu=%d,init_wnd=%d,max_wnd=%d,pace_line=1,pace_burst=65536\n",
-      (r > 0 ? r : 100), w, mtu, b, 4 * b }'
+    printf "base_rtt_us=0,target_us=%d,mtu=%d,init_wnd=%d,max_wnd=%d,md_max=0.25,slow_start=0,pace_line=1,pace_burst=65536\n",
+      w, mtu, b, 4 * b }'
 }
 
+# ccs_nscc_explain RTT_US WINDOW_RTT_US LINK_MTU: the derivation, printed
+# with the table
 ccs_nscc_explain() {
-  printf '# nscc: base RTT %s us (measured), target %s us of queueing (buffer/8 at the line rate), MTU from link %s, init_wnd buffer/8, max_wnd buffer/2\n' "$1" "$2" "$3"
+  printf '# nscc: base RTT learnt (smallest sample less the hold; ib_write_lat gave %s us), target %s us (Kmin = buffer/8 is twice that at the line rate: every mark cuts), md_max 0.25, MTU from link %s, init_wnd buffer/8 (8 first windows fit: slow_start=0), max_wnd buffer/2, the pacer as dcqcn'"'"'s\n' "$1" "$2" "$3"
 }

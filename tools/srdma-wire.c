@@ -71,6 +71,8 @@ static void sample_pkt(struct sr_pkt *p, const struct sr_opcode_info *info, uint
     p->aeth = (struct sr_aeth){.syndrome = 0x1f, .msn = 0x000200 + i};
     if (op == (SR_OP_RC | SR_OP_ACK) && (i & 1))
         p->aeth.syndrome = SR_AETH_NAK | SR_NAK_PSN_SEQ;
+    else if (op == (SR_OP_RC | SR_OP_ACK)) /* held 20 us, to a SACK peer (docs/WIRE.md) */
+        p->bth.resv7 = SR_BTH_RESV7_SACK | 13;
     p->atomic = (struct sr_atomic_eth){.va = 0x00007f0000002000ull + 8u * i,
                                        .rkey = 0x2000 + i,
                                        .swap_add = 0x1111111111111111ull * (i % 15 + 1),
@@ -141,6 +143,7 @@ static int write_samples(const char *path, bool ipv6)
                                              0x02, 0x00, 0x00, 0x00, 0x00, 0x01, /* src */
                                              0x08, 0x00};
     unsigned n = 0;
+    bool acked_twice = false;
     for (unsigned op = 0; op < 256; op++) {
         const struct sr_opcode_info *info = sr_opcode_info((uint8_t)op);
         /* XRC is left out: Wireshark 4.0 names XRC opcodes but cannot
@@ -191,6 +194,10 @@ static int write_samples(const char *path, bool ipv6)
         }
         describe(stdout, n, &p);
         n++;
+        if (op == (SR_OP_RC | SR_OP_ACK) && !acked_twice) {
+            acked_twice = true; /* once more: a NAK and a held ACK, by parity */
+            op--;
+        }
     }
     if (fclose(w.f)) {
         fprintf(stderr, "srdma-wire: %s: %s\n", path, strerror(errno));

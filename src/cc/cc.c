@@ -112,6 +112,14 @@ void sr_cc_on_ack(struct sr_cc *cc, uint64_t acked_bytes, uint64_t rtt_ns, bool 
     cc->ops->on_ack(cc, acked_bytes, rtt_ns, ecn_echo, now_ns);
 }
 
+void sr_cc_on_ack_hold(struct sr_cc *cc, uint64_t acked_bytes, uint64_t rtt_ns, uint64_t hold_ns,
+                       bool ecn_echo, uint64_t now_ns)
+{
+    cc->ack_hold_ns = hold_ns;
+    cc->ops->on_ack(cc, acked_bytes, rtt_ns, ecn_echo, now_ns);
+    cc->ack_hold_ns = 0;
+}
+
 void sr_cc_on_cnp(struct sr_cc *cc, uint64_t now_ns)
 {
     cc->ops->on_cnp(cc, now_ns);
@@ -220,6 +228,7 @@ void sr_cc_cfg_default(struct sr_cc_cfg *cfg, uint64_t line_rate_bps)
      * holds the target at 99%. */
     cfg->nscc.pi_gain = 0.25;
     cfg->nscc.pace = true;
+    cfg->nscc.slow_start = true;
     cfg->np.cnp_interval_ns = 50000;
 }
 
@@ -307,6 +316,7 @@ static const struct param params[] = {
     {"fi_bytes", SR_CC_NSCC, P_U64, CFG(nscc.fi_bytes), 1, "bytes"},
     {"pi_gain", SR_CC_NSCC, P_DBL, CFG(nscc.pi_gain), 1, "factor"},
     {"pace", SR_CC_NSCC, P_BOOL, CFG(nscc.pace), 1, "0 or 1"},
+    {"slow_start", SR_CC_NSCC, P_BOOL, CFG(nscc.slow_start), 1, "0 or 1"},
 };
 #undef CFG
 

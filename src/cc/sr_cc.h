@@ -76,6 +76,7 @@ struct sr_cc_nscc_params {
     uint64_t fi_bytes;         /* fair increase per window acked: 0 = one MTU */
     double pi_gain;            /* proportional increase gain: 1/4 */
     bool pace;                 /* pace at window / srtt */
+    bool slow_start;           /* cwnd += acked until the first mark: 1 */
 };
 
 /* DCQCN notification point: CNPs for ECN-CE arrivals on one QP. */
@@ -135,9 +136,16 @@ struct sr_cc_nscc {
     struct sr_cc_nscc_params p; /* effective values */
     uint64_t line_rate_bps;
     uint64_t cwnd;
-    uint64_t srtt_ns, min_rtt_ns;
+    uint64_t srtt_ns;        /* smoothed RTT, the responder's hold included */
+    uint64_t min_rtt_ns;     /* smallest RTT less the hold: the learnt base RTT */
+    uint64_t min_raw_rtt_ns; /* smallest RTT as measured, the hold included */
+    uint64_t qdelay_ns;      /* the latest sample's queueing delay */
     uint64_t last_decrease_ns;
+    uint64_t hold_sub_ns; /* hold taken off the samples, in all (introspection) */
+    uint64_t md_cnt;      /* multiplicative decreases (introspection) */
     bool decreased;
+    bool sampled;    /* qdelay_ns is meaningful */
+    bool slow_start; /* no mark yet (p.slow_start) */
 };
 
 struct sr_cc;
@@ -160,6 +168,9 @@ struct sr_cc_ops {
 struct sr_cc {
     const struct sr_cc_ops *ops;
     struct sr_cc_pacer pacer;
+    /* While on_ack runs from sr_cc_on_ack_hold: how long the responder
+     * held the ACK (docs/WIRE.md, the hold report); 0 otherwise. */
+    uint64_t ack_hold_ns;
     union {
         struct sr_cc_dcqcn dcqcn;
         struct sr_cc_nscc nscc;
@@ -195,6 +206,10 @@ void sr_cc_on_sent(struct sr_cc *cc, uint32_t bytes, uint64_t now_ns);
  * acknowledged data arrived CE-marked. */
 void sr_cc_on_ack(struct sr_cc *cc, uint64_t acked_bytes, uint64_t rtt_ns, bool ecn_echo,
                   uint64_t now_ns);
+/* The same, with the responder's report of how long it held the ACK
+ * (0: none); nscc takes it off the RTT sample, the others ignore it. */
+void sr_cc_on_ack_hold(struct sr_cc *cc, uint64_t acked_bytes, uint64_t rtt_ns, uint64_t hold_ns,
+                       bool ecn_echo, uint64_t now_ns);
 /* A RoCEv2 CNP for this QP arrived (IBA Annex A17.9). */
 void sr_cc_on_cnp(struct sr_cc *cc, uint64_t now_ns);
 /* Time passed; call when now_ns >= sr_cc_next_deadline (early calls are harmless). */
@@ -216,6 +231,13 @@ uint64_t sr_cc_dcqcn_target_bps(const struct sr_cc *cc);
 uint64_t sr_cc_dcqcn_base_rtt_ns(const struct sr_cc *cc);
 /* DCQCN's smoothed RTT (0 before a sample, or for another algorithm). */
 uint64_t sr_cc_dcqcn_srtt_ns(const struct sr_cc *cc);
+
+/* nscc's latest queueing delay (the sample less the reported hold and the
+ * base RTT), the hold it has taken off its samples in all, and its
+ * multiplicative decreases (0 for another algorithm). */
+uint64_t sr_cc_nscc_qdelay_ns(const struct sr_cc *cc);
+uint64_t sr_cc_nscc_hold_sub_ns(const struct sr_cc *cc);
+uint64_t sr_cc_nscc_md_cnt(const struct sr_cc *cc);
 
 /* ---- pacing, shared by the algorithms ---- */
 

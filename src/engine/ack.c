@@ -39,8 +39,12 @@ static enum sr_ack_verdict on_ackreq(struct sr_ack *a, struct sr_ack_policy *p,
     if (!delay) {
         /* cumulative: it covers whatever might be held */
         a->pending = false;
+        a->hold_ns = 0;
         return out->verdict = SR_ACK_SEND_NOW;
     }
+    /* The newest request acknowledged, as QUIC's ack_delay counts from the
+     * largest acknowledged packet (RFC 9000 13.2.5). */
+    a->last_req_ns = in->now_ns;
     if (!a->pending) {
         a->pending = true;
         a->end = in->end;
@@ -66,9 +70,10 @@ static enum sr_ack_verdict on_ackreq(struct sr_ack *a, struct sr_ack_policy *p,
 
 /* The held ACK leaves now. */
 static enum sr_ack_verdict release(struct sr_ack *a, struct sr_ack_out *out,
-                                   enum sr_ack_verdict how)
+                                   enum sr_ack_verdict how, uint64_t now_ns)
 {
     a->pending = false;
+    a->hold_ns = now_ns > a->last_req_ns ? now_ns - a->last_req_ns : 0;
     out->psn = a->psn;
     out->msn = a->msn;
     return out->verdict = how;
@@ -87,20 +92,20 @@ enum sr_ack_verdict sr_ack_decide(struct sr_ack *a, struct sr_ack_policy *p,
     case SR_ACK_EV_REQUEST:
         /* The peer answers this QP's requests: hold its next ACKs longer. */
         a->rides = true;
-        return release(a, out, SR_ACK_RIDE);
+        return release(a, out, SR_ACK_RIDE, in->now_ns);
     case SR_ACK_EV_RESPONSE:
-        return release(a, out, SR_ACK_RIDE);
+        return release(a, out, SR_ACK_RIDE, in->now_ns);
     case SR_ACK_EV_TIMER:
         if (a->due <= in->now_ns) {
             /* No reply came in time: the next ACK is held only as long as
              * an ordinary one. */
             a->rides = false;
-            return release(a, out, SR_ACK_SEND_NOW);
+            return release(a, out, SR_ACK_SEND_NOW, in->now_ns);
         }
         break;
     case SR_ACK_EV_IDLE:
         if (a->since <= in->held_since)
-            return release(a, out, SR_ACK_SEND_NOW);
+            return release(a, out, SR_ACK_SEND_NOW, in->now_ns);
         break;
     case SR_ACK_EV_DROP:
         a->pending = false;

@@ -56,6 +56,11 @@ struct sr_ack {
     uint32_t msn;   /* with this MSN */
     uint64_t since; /* when the hold began */
     uint64_t due;   /* when the held ACK leaves alone */
+    /* The hold report (docs/WIRE.md): when the newest AckReq the held ACK
+     * answers arrived, and, once an ACK leaves, how long after it that
+     * was (0: it left at once). ecn.c puts it on the ACK and clears it. */
+    uint64_t last_req_ns;
+    uint64_t hold_ns;
 };
 
 /* What happens to the responder's acknowledgement state. */

@@ -113,7 +113,8 @@ void sr_cong_acked(struct sr_qp *qp, uint32_t acked_pkts, uint64_t rtt_ns, uint6
     if (!c->on || (!acked_pkts && !rtt_ns))
         return;
     /* The ECN echo of a SACK peer's response (ecn.c); false otherwise. */
-    sr_cc_on_ack(&c->cc, (uint64_t)acked_pkts * sr_qp_pmtu(qp), rtt_ns, sr_ecn_take(qp), now_ns);
+    sr_cc_on_ack_hold(&c->cc, (uint64_t)acked_pkts * sr_qp_pmtu(qp), rtt_ns, sr_ecn_take_hold(qp),
+                      sr_ecn_take(qp), now_ns);
 }
 
 void sr_cong_cnp_rx(struct sr_qp *qp, const uint8_t *src_gid, uint64_t now_ns)

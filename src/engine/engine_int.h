@@ -225,6 +225,7 @@ struct sr_qp {
         struct sr_sack_sb *sb; /* SACKed PSNs in flight (sack.c); NULL: none yet */
         bool peer_sack;        /* the last response carried SR_BTH_RESV7_SACK */
         bool ece;              /* the response being processed carries the ECN echo (ecn.c) */
+        uint64_t peer_hold_ns; /* and the responder's hold of it (ecn.c); 0: none reported */
         /* READ responses placed out of order (readsel.c); NULL: none yet */
         struct sr_readsel_map *rs;
     } comp;

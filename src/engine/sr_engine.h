@@ -467,6 +467,8 @@ struct sr_engine_stats {
     /* the ECN echo between SACK peers (docs/WIRE.md): responses sent with
      * ECE, and responses received with it */
     uint64_t ece_sent, ece_rcvd;
+    /* the hold report beside it: positive ACKs sent and received with a hold */
+    uint64_t ack_holds_sent, ack_holds_rcvd;
     /* selective READ recovery (readsel.h) */
     uint64_t read_ooo_placed; /* READ responses placed past a missing one */
     uint64_t read_rereqs;     /* READ requests for holes only */

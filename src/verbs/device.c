@@ -355,8 +355,10 @@ static void print_stats(struct sv_device *dev)
             (unsigned long long)e.ooo_drained, (unsigned long long)e.ooo_dup,
             (unsigned long long)e.ooo_overflow, (unsigned long long)e.ooo_placed);
     /* the ECN echo between SACK peers (docs/WIRE.md) */
-    fprintf(stderr, "softrdma: stats-ecn ece_sent=%llu ece_rcvd=%llu\n",
-            (unsigned long long)e.ece_sent, (unsigned long long)e.ece_rcvd);
+    fprintf(stderr,
+            "softrdma: stats-ecn ece_sent=%llu ece_rcvd=%llu holds_sent=%llu holds_rcvd=%llu\n",
+            (unsigned long long)e.ece_sent, (unsigned long long)e.ece_rcvd,
+            (unsigned long long)e.ack_holds_sent, (unsigned long long)e.ack_holds_rcvd);
     fprintf(stderr,
             "softrdma: stats-readsel read_ooo_placed=%llu read_rereqs=%llu read_rereq_psns=%llu\n",
             (unsigned long long)e.read_ooo_placed, (unsigned long long)e.read_rereqs,
