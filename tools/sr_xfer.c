@@ -290,8 +290,10 @@ int sr_xfer_pair_create(const struct sr_xfer_cfg *cfg, struct sr_xfer_pair *p)
     for (int i = 0; i < 2; i++) {
         uint8_t addr[16];
         pair_addr(addr, cfg->ipv6, i);
-        struct sr_engine_cfg ec = {
-            .window_pkts = cfg->window_pkts, .cc = cfg->cc, .sack = cfg->sack, .qdelay_ns = cfg->qdelay_ns};
+        struct sr_engine_cfg ec = {.window_pkts = cfg->window_pkts,
+                                   .cc = cfg->cc,
+                                   .sack = cfg->sack,
+                                   .qdelay_ns = cfg->qdelay_ns};
         err = sr_sim_node_create(p->sim, addr, &ec, &p->node[i]);
         if (err)
             goto err;

@@ -31,17 +31,17 @@ struct sv_config {
     bool no_gso;               /* SOFTRDMA_GSO=0: one send per datagram */
     bool whole_writes;         /* SOFTRDMA_WRITE_ONLY=0: WRITEs as FIRST/MIDDLE/LAST over UDP */
     bool no_sack;              /* SOFTRDMA_SACK=0: a standard go-back-N device (docs/WIRE.md) */
-    uint32_t qdelay_us;        /* SOFTRDMA_QDELAY_US: queueing the requester may build (qcap.h); 0: none */
-    uint32_t ack_delay_us;     /* SOFTRDMA_ACK_DELAY_US: how long an ACK may wait for a reply */
-    uint32_t handoff_us; /* SOFTRDMA_HANDOFF_US: NIC thread off the socket after inline polls */
-    bool no_shm;         /* SOFTRDMA_SHM=0, or SOFTRDMA_FAULT set: UDP to same-host peers too */
-    uint8_t paths;       /* SOFTRDMA_PATHS: entropy values (UDP source ports) per QP */
-    uint8_t path_policy; /* SOFTRDMA_PATH_POLICY: spray (1) or adaptive (2) */
-    bool path_reorder;   /* SOFTRDMA_PATH_REORDER=1: spray to any peer (experiments) */
-    uint8_t path_burst;  /* SOFTRDMA_PATH_BURST: new packets per choice of path */
-    uint32_t shm_bulk;   /* SOFTRDMA_SHM_BULK: smallest message by reference; 0: none */
-    bool shm_bulk_read;  /* SOFTRDMA_SHM_BULK_READ=1: READs by reference too */
-    struct sr_cc_cfg cc; /* SOFTRDMA_CC (docs/CONGESTION.md) */
+    uint32_t qdelay_us; /* SOFTRDMA_QDELAY_US: queueing the requester may build (qcap.h); 0: none */
+    uint32_t ack_delay_us; /* SOFTRDMA_ACK_DELAY_US: how long an ACK may wait for a reply */
+    uint32_t handoff_us;   /* SOFTRDMA_HANDOFF_US: NIC thread off the socket after inline polls */
+    bool no_shm;           /* SOFTRDMA_SHM=0, or SOFTRDMA_FAULT set: UDP to same-host peers too */
+    uint8_t paths;         /* SOFTRDMA_PATHS: entropy values (UDP source ports) per QP */
+    uint8_t path_policy;   /* SOFTRDMA_PATH_POLICY: spray (1) or adaptive (2) */
+    bool path_reorder;     /* SOFTRDMA_PATH_REORDER=1: spray to any peer (experiments) */
+    uint8_t path_burst;    /* SOFTRDMA_PATH_BURST: new packets per choice of path */
+    uint32_t shm_bulk;     /* SOFTRDMA_SHM_BULK: smallest message by reference; 0: none */
+    bool shm_bulk_read;    /* SOFTRDMA_SHM_BULK_READ=1: READs by reference too */
+    struct sr_cc_cfg cc;   /* SOFTRDMA_CC (docs/CONGESTION.md) */
 };
 
 /* live.c: the set of live objects by address, so that the control path

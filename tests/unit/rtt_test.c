@@ -40,15 +40,15 @@ static void test_pto(void)
     SR_CHECK_EQ(sr_rtt_pto(&none, 1, 0, T), T / 4);
     SR_CHECK_EQ(sr_rtt_pto(&none, 3, 0, T), UINT64_MAX); /* would not precede the timer */
     struct sr_rtt r = {.srtt_ns = 150000, .rttvar_ns = 100000, .valid = true};
-    SR_CHECK_EQ(sr_rtt_pto(&r, 0, 0, T), 300000);          /* 2 * SRTT */
-    SR_CHECK_EQ(sr_rtt_pto(&r, 0, 200000, T), 500000);     /* + the peer's ACK hold */
-    SR_CHECK_EQ(sr_rtt_pto(&r, 2, 200000, T), 2000000);    /* doubled per probe */
+    SR_CHECK_EQ(sr_rtt_pto(&r, 0, 0, T), 300000);       /* 2 * SRTT */
+    SR_CHECK_EQ(sr_rtt_pto(&r, 0, 200000, T), 500000);  /* + the peer's ACK hold */
+    SR_CHECK_EQ(sr_rtt_pto(&r, 2, 200000, T), 2000000); /* doubled per probe */
     /* a round trip as long as the timer: one probe at half of it, and
      * none after it (the doubled one would not precede the timer) */
     SR_CHECK_EQ(sr_rtt_pto(&r, 0, 0, 300000), 150000);
     SR_CHECK_EQ(sr_rtt_pto(&r, 1, 0, 300000), UINT64_MAX);
     struct sr_rtt slow = {.srtt_ns = 50000000, .rttvar_ns = 90000000, .valid = true};
-    SR_CHECK_EQ(sr_rtt_pto(&slow, 0, 0, T), T / 2); /* SRTT 50 ms, timer 67 ms */
+    SR_CHECK_EQ(sr_rtt_pto(&slow, 0, 0, T), T / 2);        /* SRTT 50 ms, timer 67 ms */
     SR_CHECK_EQ(sr_rtt_pto(&r, 0, 0, UINT64_MAX), 300000); /* timeout 0: no timer */
     struct sr_rtt fast = {.srtt_ns = 3000, .rttvar_ns = 1500, .valid = true};
     SR_CHECK_EQ(sr_rtt_pto(&fast, 0, 0, T), SR_RTT_PTO_FLOOR_NS); /* the floor */
