@@ -7,7 +7,9 @@
 # of 64 KiB and 1 MiB RDMA WRITEs (128 in flight) as a ratio to the
 # goodput of the same mode on a fault-free link (the first column, Gb/s),
 # and retransmitted packets per lost packet (losses in both directions
-# counted, ACKs included). Medians over seeds 1..SIM_SEEDS.
+# counted, ACKs included). Medians over seeds 1..SIM_SEEDS. Modes: gbn
+# (go-back-N), sack (selective recovery, the default between softrdma
+# peers), qcap (sack with the queue cap, SOFTRDMA_QDELAY_US=1000).
 # A benchmark, not a test: never part of ctest.
 #
 #   bench/sack_sim.sh            (SIM_SEEDS=3, SIM_BUILD=build)
@@ -21,6 +23,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2
 run() {
   local flag=""
   [ "$1" = sack ] && flag=--sack
+  [ "$1" = qcap ] && flag="--sack --qdelay-us 1000"
   "$sim" --op write --size "$2" --count "$3" --depth 128 --loss "$4" --reorder "${6:-0.01}" \
     --dup "${7:-0.005}" --timeout 14 --seed "$5" $flag |
     awk '/goodput/ {g=$2} /retransmissions/ {r=$2} /faults injected/ {gsub(",", "", $4); l=$4}
@@ -31,7 +34,7 @@ printf '%-22s %-10s %-10s %-10s %-10s %-10s %-10s\n' point fault-free 0% 0.1% 1%
 for size in 64K 1M; do
   count=2000
   [ "$size" = 1M ] && count=150
-  for mode in gbn sack; do
+  for mode in gbn sack qcap; do
     base=$(for s in $(seq 1 "$seeds"); do run $mode $size $count 0 "$s" 0 0 | awk '{print $1}'; done | median)
     line=$(printf '%-22s %-10s' "$mode $size Gb/s,ratio" "$base")
     rline=$(printf '%-22s %-10s' "$mode $size rexmit/lost" "-")

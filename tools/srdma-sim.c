@@ -45,7 +45,7 @@ static void usage(FILE *f)
             "  --rnr-retry N      rnr_retry, 0..7, 7 = infinite (7)\n"
             "  --window N         requester window in packets, 0 = engine default (0)\n"
             "  --qdelay-us T      with --sack: queueing the requester may build beyond\n"
-            "                     its round trip, 0 = no cap (1000, as the library's)\n"
+            "                     its round trip, 0 = no cap (0, as the library's)\n"
             "  --sack             selective recovery on both nodes (docs/WIRE.md)\n"
             "  --time-limit-ms T  simulated time limit, 0 = automatic (0)\n"
             "  --ipv6             IPv6 addresses (fd00::1, fd00::2) instead of IPv4\n"
@@ -196,7 +196,6 @@ int main(int argc, char **argv)
 {
     struct sr_xfer_cfg c;
     sr_xfer_cfg_init(&c);
-    c.qdelay_ns = 1000000; /* the library's SOFTRDMA_QDELAY_US */
     enum {
         O_OP = 256,
         O_QP,

@@ -154,7 +154,7 @@ static void parse_config(struct sv_config *c)
     c->whole_writes = wo && strcmp(wo, "0") == 0;
     const char *sk = getenv("SOFTRDMA_SACK");
     c->no_sack = sk && strcmp(sk, "0") == 0;
-    c->qdelay_us = env_us("SOFTRDMA_QDELAY_US", 1000, 1000000);
+    c->qdelay_us = env_us("SOFTRDMA_QDELAY_US", 0, 1000000);
     /* Injected faults live in the UDP driver: with them, everything goes
      * through it. */
     const char *sh = getenv("SOFTRDMA_SHM");

@@ -5,8 +5,8 @@
 # at timeout 14 (67 ms). The 2,048-packet window is 8 MiB, 67 ms of that
 # link: without the requester's cap on the queue it builds (src/engine/
 # qcap.c, --qdelay-us 0) a repair waits behind the whole window twice and
-# the QP times out with its peer alive; with the cap (the library's
-# default, 1 ms) every byte arrives verified, without a transport timeout,
+# the QP times out with its peer alive; with the cap at 1 ms
+# (SOFTRDMA_QDELAY_US=1000; off by default) every byte arrives verified, without a transport timeout,
 # at 0.85 of the link or more. Simulated time: deterministic per seed.
 set -euo pipefail
 sim=$1
@@ -20,7 +20,7 @@ for seed in 1 3; do
   grep -q "OK: every byte and completion verified" <<<"$off" || { echo "$off"; echo "FAIL: uncapped not verified"; exit 1; }
   t=$(timeouts "$off")
   [ "${t:-0}" -ge 1 ] || { echo "$off"; echo "FAIL: seed $seed: no timeout without the cap (the test no longer shows the queue)"; exit 1; }
-  on=$(run --seed "$seed")
+  on=$(run --seed "$seed" --qdelay-us 1000)
   echo "$on"
   grep -q "OK: every byte and completion verified" <<<"$on" || { echo "FAIL: not verified"; exit 1; }
   t=$(timeouts "$on")
