@@ -131,22 +131,6 @@ enum { SR_OOO_SACK_EVERY = 4 };
  * many more requests were kept, so the requester still learns of a loss
  * within a few dozen packets. */
 enum { SR_OOO_SACK_LATE = 16 };
-/* Only a SACK with news needs to leave that early: a new hole, or
- * DupThresh requests past the newest one (what the requester's loss
- * detection counts, RFC 6675 IsLost). One that would report only more
- * requests kept behind holes the requester knows of, or answer an AckReq,
- * which cannot move the cumulative ACK past a hole, rearms the requester's
- * probe timer and nothing else (IBA 9.7.5.1.1 lets the responder coalesce
- * ACKs), and waits for the end of the pass or this many requests. A pass
- * this long means the socket held as many datagrams, so the requester's
- * SRTT carries at least their queueing time and its probe timeout (2
- * SRTT, RFC 8985 7.2) is longer than the gap. Over the UDP path under the
- * 1% mix, with an AckReq at the end of every 64 KiB WRITE, three SACKs in
- * four left by SR_OOO_SACK_LATE, one per 16 requests kept. Leaving a new
- * hole out of the news as well cut a few more there but cost the
- * simulator 5% of its goodput at 5 and 10% loss (9 seeds); as it is,
- * bench/sack_sim.sh's figures are unchanged to the last digit. */
-enum { SR_OOO_SACK_LATE_IDLE = 64 };
 
 struct sr_ooo {
     uint32_t win; /* a power of two */
@@ -154,7 +138,6 @@ struct sr_ooo {
     uint32_t hi;         /* one past the highest PSN a kept request takes */
     uint32_t since_sack; /* requests kept since the last SACK */
     uint32_t fresh;      /* requests kept since the newest hole opened */
-    bool news;           /* since the last SACK: a new hole or DupThresh (SR_OOO_SACK_LATE) */
     bool sack_pending;   /* a SACK leaves at sack_at (the end of the pass) */
     uint64_t sack_at;
     uint32_t seen;      /* epsn when the store last looked for stale requests */
@@ -281,7 +264,6 @@ void sr_ooo_send_sack(struct sr_qp *qp)
     struct sr_iov iov = {.base = bm, .len = p.payload_len};
     e->stats.sacks_sent++;
     o->since_sack = 0;
-    o->news = false;
     o->sack_pending = false;
     if (e->sack_ring_at) {
         sr_engine_tx(e, qp, &p, &iov, 1, qp->attr.dgid);
@@ -450,13 +432,12 @@ bool sr_ooo_store(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err)
         o->fresh = 0;
     o->fresh++;
     o->since_sack++;
-    bool news = hole || o->fresh == SR_SACK_DUPTHRESH;
-    o->news |= news;
-    if (o->sack_pending && o->since_sack >= (o->news ? SR_OOO_SACK_LATE : SR_OOO_SACK_LATE_IDLE)) {
+    if (o->sack_pending && o->since_sack >= SR_OOO_SACK_LATE) {
         sr_ooo_send_sack(qp);
         return true;
     }
-    if (news || pkt->bth.ack_req || o->since_sack >= SR_OOO_SACK_EVERY)
+    if (hole || pkt->bth.ack_req || o->fresh == SR_SACK_DUPTHRESH ||
+        o->since_sack >= SR_OOO_SACK_EVERY)
         sack_later(qp);
     return true;
 }

@@ -363,45 +363,6 @@ static void test_sacks_per_hole(void)
     }
 }
 
-/* SACKs in one long receive pass, as on the UDP path when the responder
- * is behind: a wire fast enough that a whole burst (64 WRITEs of 64 KiB,
- * 1024 packets, an AckReq at each message's end) reaches the responder at
- * one instant, one packet near its start lost. The requester learns of
- * the hole at once and at DupThresh; behind it, the AckReqs (which cannot
- * move the cumulative ACK past the hole) and the plain progress leave
- * SACKs every SR_OOO_SACK_LATE_IDLE (64) requests kept, not every
- * SR_OOO_SACK_LATE (16), with the data and completions intact and the
- * one loss resent once, without a probe. */
-static void test_sacks_one_pass(void)
-{
-    set_ctx("sacks in one pass", 1);
-    static const uint32_t off[] = {5};
-    struct drops d = {1000, off, 1};
-    struct scn s;
-    sack_init(&s, (struct scn_cfg){.seed = 1,
-                                   .retry_cnt = 7,
-                                   .mtu = 4096,
-                                   .rate_bps = 100000000000000ull, /* 4 KiB in under 1 ns */
-                                   .psn = {1000, 1},
-                                   .filter = drop_listed,
-                                   .filter_arg = &d});
-    writes(&s, 64, 64 * KIB);
-    struct sr_engine_stats st, st0;
-    stats1(&s, &st);
-    scn_stats(&s, 0, &st0);
-    SR_CHECK_EQ(s.dropped[0], 1);
-    uint64_t kept = st.ooo_stored + st.ooo_placed;
-    printf("sacks in one pass: %" PRIu64 " SACKs, %" PRIu64 " kept, %" PRIu64 " resent, %" PRIu64
-           " probes\n",
-           st.sacks_sent, kept, st0.retransmits, st0.probes);
-    SR_CHECK(kept >= 1000); /* the burst did arrive behind the hole */
-    /* opened, DupThresh, one per 64 kept, the pass's end and the drain's */
-    SR_CHECK(st.sacks_sent <= 4 + kept / 64);
-    SR_CHECK_EQ(st0.retransmits, 1);
-    SR_CHECK_EQ(st0.probes, 0);
-    scn_fini(&s);
-}
-
 /* The store's slots come from a per-device pool (ooo.c). Two bursts of
  * 64 WRITEs of 64 KiB, 12 holes in each (a burst's resends queue behind
  * the rest of it, so a burst's kept requests are all held at once): the
@@ -461,7 +422,6 @@ int main(void)
     SR_RUN(test_dereg_mid_hole);
     SR_RUN(test_rewrites);
     SR_RUN(test_sacks_per_hole);
-    SR_RUN(test_sacks_one_pass);
     SR_RUN(test_pool);
     return SR_TEST_RESULT();
 }
