@@ -21,8 +21,10 @@
 #   - the client's recvmmsg, and its SACK processing (sr_sack_rx);
 #   - the server's SACKs sent and the client's ACK/SACK receive count per
 #     1000 data packets (SOFTRDMA_STATS).
-# Cells: median [min..max] over the repetitions. A benchmark, not a test:
-# never part of ctest.
+# Cells: median [min..max] over the repetitions. With several builds
+# (RX_BUILDS), every repetition runs each build's pair per profile in turn,
+# so an A/B of two builds sees the same load drift; one table per build.
+# A benchmark, not a test: never part of ctest.
 #
 #   bench/rxpath_cost.sh [--quick]
 # Environment:
@@ -33,7 +35,7 @@
 #   RX_FREQ      perf sampling frequency, Hz (1000)
 #   RX_PROFILES  fault profiles, "-" for lossless
 #                ("- reorder=0.01 loss=0.01 loss=0.01,reorder=0.01,dup=0.005")
-#   RX_BUILD     build directory holding lib/libibverbs.so.1 (build)
+#   RX_BUILDS    build directories holding lib/libibverbs.so.1 (build)
 #   RX_PORT      first TCP port for the rendezvous (25000)
 set -euo pipefail
 
@@ -47,11 +49,13 @@ prog=${RX_PROG:-ib_write_bw}
 size=${RX_SIZE:-65536}
 freq=${RX_FREQ:-1000}
 read -r -a profiles <<<"${RX_PROFILES:-- reorder=0.01 loss=0.01 loss=0.01,reorder=0.01,dup=0.005}"
-build=${RX_BUILD:-$root/build}
+read -r -a builds <<<"${RX_BUILDS:-$root/build}"
 port=${RX_PORT:-25000}
 port_end=$((port + 2000))
 limit=$((secs + 20))
-[ -e "$build/lib/libibverbs.so.1" ] || { echo "no $build/lib/libibverbs.so.1: build first" >&2; exit 1; }
+for b in "${builds[@]}"; do
+  [ -e "$b/lib/libibverbs.so.1" ] || { echo "no $b/lib/libibverbs.so.1: build first" >&2; exit 1; }
+done
 for p in "$prog" perf; do
   command -v "$p" >/dev/null || { echo "$p not installed" >&2; exit 1; }
 done
@@ -114,32 +118,38 @@ figures() {
 
 for ((rep = 0; rep < reps; rep++)); do
   for ((k = 0; k < ${#profiles[@]}; k++)); do
-    f=${profiles[$k]}
-    [ "$f" = - ] && f=
-    tag=r$rep.p$k
-    if ab_udp_pair "$tmp/$tag" "$limit" "$build/lib" "$f" bash -c "$rec" "$tmp/$tag" "$freq" \
-      "$prog" -F -x 0 -s "$size" -D "$secs" && figures "$tag" >"$tmp/$tag.fig"; then
-      :
-    else
-      echo "rxpath_cost: rep $((rep + 1)) profile ${profiles[$k]} failed (client $ab_crc, server $ab_src); left out" >&2
-      rm -f "$tmp/$tag.fig"
-    fi
+    for ((j = 0; j < ${#builds[@]}; j++)); do
+      f=${profiles[$k]}
+      [ "$f" = - ] && f=
+      tag=b$j.r$rep.p$k
+      if ab_udp_pair "$tmp/$tag" "$limit" "${builds[$j]}/lib" "$f" bash -c "$rec" "$tmp/$tag" "$freq" \
+        "$prog" -F -x 0 -s "$size" -D "$secs" && figures "$tag" >"$tmp/$tag.fig"; then
+        :
+      else
+        echo "rxpath_cost: rep $((rep + 1)) build ${builds[$j]} profile ${profiles[$k]} failed (client $ab_crc, server $ab_src); left out" >&2
+        rm -f "$tmp/$tag.fig"
+      fi
+    done
   done
 done
 
 echo "softrdma out-of-order path cost, UDP path, $(date -u +%Y-%m-%dT%H:%MZ), commit $(git -C "$root" rev-parse --short HEAD)"
 echo "$prog -s $size -D $secs; $reps repetitions (interleaved); perf record -F $freq --call-graph dwarf; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "cells: median [min..max]; CPU us per message unless named otherwise; inclusive of callees"
-printf '%-30s' figure
-for f in "${profiles[@]}"; do printf ' %-24s' "${f/-/lossless}"; done
-echo
-names=$(cat "$tmp"/r*.p*.fig 2>/dev/null | awk '!seen[$1]++ { print $1 }')
-for n in $names; do
-  printf '%-30s' "$n"
-  for ((k = 0; k < ${#profiles[@]}; k++)); do
-    v=$(cat "$tmp"/r*.p"$k".fig 2>/dev/null | awk -v n="$n" '$1 == n { print $2 }' | ab_summary '%.2f')
-    printf ' %-24s' "$v"
-  done
+for ((j = 0; j < ${#builds[@]}; j++)); do
   echo
+  echo "build ${builds[$j]}"
+  printf '%-30s' figure
+  for f in "${profiles[@]}"; do printf ' %-24s' "${f/-/lossless}"; done
+  echo
+  names=$(cat "$tmp"/b$j.r*.p*.fig 2>/dev/null | awk '!seen[$1]++ { print $1 }')
+  for n in $names; do
+    printf '%-30s' "$n"
+    for ((k = 0; k < ${#profiles[@]}; k++)); do
+      v=$(cat "$tmp"/b$j.r*.p"$k".fig 2>/dev/null | awk -v n="$n" '$1 == n { print $2 }' | ab_summary '%.2f')
+      printf ' %-24s' "$v"
+    done
+    echo
+  done
 done
 echo "runtime $(($(date +%s) - start)) s"
