@@ -18,7 +18,9 @@
 #     places and sends SACKs), the drain (sr_ooo_drain, the in-order run of
 #     what was kept), SACK generation (sr_ooo_send_sack), the sends
 #     (sendmmsg) and receives (recvmmsg) in the kernel;
-#   - the client's recvmmsg, and its SACK processing (sr_sack_rx);
+#   - the client's recvmmsg and sendmmsg, its SACK processing (sr_sack_rx),
+#     its READ responses past a hole (sr_readsel_rx) and, for an
+#     ib_send_bw or ib_read_bw pair, its own store and drain;
 #   - the server's SACKs sent and the client's ACK/SACK receive count per
 #     1000 data packets (SOFTRDMA_STATS).
 # Cells: median [min..max] over the repetitions. With several builds
@@ -98,7 +100,7 @@ figures() {
     if [ "$side" = srv ]; then
       syms="nic_pass sr_engine_rx_ecn sr_ooo_store sr_ooo_drain sr_ooo_send_sack __x64_sys_sendmmsg __x64_sys_recvmmsg"
     else
-      syms="__x64_sys_recvmmsg __x64_sys_sendmmsg sr_sack_rx"
+      syms="__x64_sys_recvmmsg __x64_sys_sendmmsg sr_sack_rx sr_readsel_rx sr_ooo_store sr_ooo_drain"
     fi
     local sym pct
     for sym in $syms; do
