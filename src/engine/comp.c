@@ -558,8 +558,10 @@ struct sr_comp_next sr_comp_timer(struct sr_qp *qp, uint64_t now_ns)
             return n;
         qp->req.rnr_wait = false;
         n.act = SR_COMP_RESUME | SR_COMP_ARM;
-        if (sr_sack_held_past(qp))
-            n.act |= SR_COMP_SACK | SR_COMP_SACK_ALL; /* the NAKed request among the holes */
+        /* the NAKed request among the holes: a SACK sent before the NAK
+         * and delayed past it may have marked it again */
+        if (sr_sack_rnr(qp, qp->comp.psn))
+            n.act |= SR_COMP_SACK | SR_COMP_SACK_ALL;
         return n;
     }
     if (qp->comp.deadline > now_ns) {
