@@ -399,7 +399,11 @@ static void handle_ack(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_t now_
             qp->comp.rnr_left--;
         qp->req.rnr_wait = true;
         qp->req.rnr_until = now_ns + sr_rnr_timer_ns(SR_AETH_VALUE(syn));
-        want_rewind(n, psn); /* resumed by the RNR timer (sr_comp_timer) */
+        /* A responder that SACKed requests past psn keeps them (ooo.c):
+         * the RNR timer resends the holes only (sack.c), not the window
+         * behind psn, whose copies would all arrive as duplicates. */
+        if (!sr_sack_rnr(qp, psn))
+            want_rewind(n, psn); /* resumed by the RNR timer (sr_comp_timer) */
         qp->comp.deadline = SR_NO_DEADLINE;
         sr_engine_activate(e, qp);
         return;
@@ -561,6 +565,10 @@ struct sr_comp_next sr_comp_timer(struct sr_qp *qp, uint64_t now_ns)
             return n;
         qp->req.rnr_wait = false;
         n.act = SR_COMP_RESUME | SR_COMP_ARM;
+        /* the NAKed request among the holes: a SACK sent before the NAK
+         * and delayed past it may have marked it again */
+        if (sr_sack_rnr(qp, qp->comp.psn))
+            n.act |= SR_COMP_SACK | SR_COMP_SACK_ALL;
         return n;
     }
     if (qp->comp.deadline > now_ns) {

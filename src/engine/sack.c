@@ -651,6 +651,22 @@ void sr_sack_probe_sent(struct sr_qp *qp)
     sb->probe_out = true;
 }
 
+bool sr_sack_rnr(struct sr_qp *qp, uint32_t psn)
+{
+    struct sr_sack_sb *sb = qp_sb(qp, false);
+    if (!sb || !qp->eng->cfg.sack || !qp->comp.peer_sack)
+        return false;
+    /* The NAKed request is not held, even if a SACK showed it kept: the
+     * responder's drain met the missing receive WQE and dropped it. At
+     * the cumulative PSN a mark is never a delivery (the responder would
+     * have run the request), so clearing it costs at most one resend. */
+    if (sr_sack_sb_has(sb, psn)) {
+        sb_put(sb, psn, 1, false);
+        sb->cnt--;
+    }
+    return sb->cnt != 0;
+}
+
 void sr_sack_discard(struct sr_qp *qp)
 {
     if (qp->comp.sb)

@@ -156,6 +156,10 @@ uint64_t sr_sack_lost_deadline(const struct sr_qp *qp);
  * the probe timeout too short (sr_rtt_probe_spurious). */
 void sr_sack_probe_sent(struct sr_qp *qp);
 /* A go-back-N rewind or timeout: the marks are discarded. */
+/* An RNR NAK of psn (IBA 9.7.5.2.8), at the NAK and when its timer ends:
+ * psn's mark cleared (it is a hole again); true when a peer that SACKs
+ * still holds requests past it, whose holes alone then go again. */
+bool sr_sack_rnr(struct sr_qp *qp, uint32_t psn);
 void sr_sack_discard(struct sr_qp *qp);
 void sr_sack_free(struct sr_qp *qp);
 

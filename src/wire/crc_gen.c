@@ -1,6 +1,7 @@
 /* crc_gen.c: build-time generator of the constants icrc.c uses for CRC-32
  * (IEEE 802.3 polynomial, reflected, 0xEDB88320): the slice-by-8 tables and
- * the folding multipliers of the carry-less-multiply path. Writes a C header
+ * the folding multipliers of the carry-less-multiply path and the powers
+ * x^(8 * 2^k) that the identification terms multiply by. Writes a C header
  * to the file named by argv[1]. */
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +22,19 @@ static uint64_t xpow_mod_reflected(unsigned n)
         if (r & (1ull << d))
             out |= 1ull << (63 - d);
     return out;
+}
+
+/* Product of two residues mod P in the CRC register's layout (bit 31 holds
+ * x^0, bit 0 x^31), as icrc.c's. */
+static uint32_t gf_mul(uint32_t a, uint32_t b)
+{
+    uint32_t p = 0;
+    for (uint32_t m = 1u << 31; m; m >>= 1) {
+        if (a & m)
+            p ^= b;
+        b = (b >> 1) ^ (0xedb88320u & (0u - (b & 1u)));
+    }
+    return p;
 }
 
 int main(int argc, char **argv)
@@ -64,5 +78,13 @@ int main(int argc, char **argv)
         fprintf(f, "static const uint64_t crc_fold%u[2] = {0x%016llxull, 0x%016llxull};\n", dist[i],
                 (unsigned long long)xpow_mod_reflected(64 + dist[i] - 1),
                 (unsigned long long)xpow_mod_reflected(dist[i] - 1));
+    /* x^(8 * 2^k) mod P in the register's layout, k = 0..63: the register
+     * change of 2^k zero bytes, so that the change of any n zero bytes is
+     * the product of the entries of n's set bits. */
+    fprintf(f, "static const uint32_t crc_xpow8[64] = {\n");
+    uint32_t x = 1u << 23; /* x^8 */
+    for (int k = 0; k < 64; k++, x = gf_mul(x, x))
+        fprintf(f, "%s0x%08xu,%s", k % 6 == 0 ? "    " : " ", x, k % 6 == 5 || k == 63 ? "\n" : "");
+    fprintf(f, "};\n");
     return fclose(f) ? 1 : 0;
 }

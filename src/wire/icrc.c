@@ -121,27 +121,55 @@ static uint32_t gf_mul(uint32_t a, uint32_t b)
     return p;
 }
 
-/* x^(8n) mod P: what n zero bytes do to the register. */
+/* x^(8n) mod P: what n zero bytes do to the register; one product per
+ * set bit of n, from the generated powers x^(8 * 2^k). */
 static uint32_t gf_xpow8(size_t n)
 {
-    uint32_t r = 1u << 31, base = 1u << 23; /* x^0, x^8 */
-    for (; n; n >>= 1) {
+    uint32_t r = 1u << 31; /* x^0 */
+    for (unsigned k = 0; n; n >>= 1, k++)
         if (n & 1)
-            r = gf_mul(r, base);
-        base = gf_mul(base, base);
-    }
+            r = gf_mul(r, crc_xpow8[k]);
     return r;
+}
+
+/* The CRC is linear: flipping bits of the identification (IP header bytes
+ * 4-5) changes the ICRC by the register those two bytes leave from zero,
+ * carried through the covered bytes after them (x^(8 * shift)). */
+static uint32_t id_term_at(uint32_t shift_pow, uint16_t id)
+{
+    uint8_t be[2] = {(uint8_t)(id >> 8), (uint8_t)id};
+    return gf_mul(crc32_table(0, be, 2), shift_pow);
+}
+
+static bool id_len_ok(size_t ip_len)
+{
+    return ip_len >= SR_IPV4_HDR_LEN + SR_UDP_HDR_LEN + SR_BTH_LEN + SR_ICRC_LEN;
 }
 
 uint32_t sr_icrc_ipv4_id_term(size_t ip_len, uint16_t id)
 {
-    /* The CRC is linear: flipping bits of the identification (IP header
-     * bytes 4-5) changes the ICRC by the register those two bytes leave
-     * from zero, carried through the covered bytes after them. */
-    if (ip_len < SR_IPV4_HDR_LEN + SR_UDP_HDR_LEN + SR_BTH_LEN + SR_ICRC_LEN)
+    if (!id_len_ok(ip_len))
         return 0;
-    uint8_t be[2] = {(uint8_t)(id >> 8), (uint8_t)id};
-    return gf_mul(crc32_table(0, be, 2), gf_xpow8(ip_len - 6 - SR_ICRC_LEN));
+    return id_term_at(gf_xpow8(ip_len - 6 - SR_ICRC_LEN), id);
+}
+
+void sr_icrc_ipv4_id_terms(size_t ip_len, uint32_t *term, uint32_t n)
+{
+    if (!n)
+        return;
+    term[0] = 0;
+    if (!id_len_ok(ip_len)) {
+        memset(term, 0, n * sizeof(*term));
+        return;
+    }
+    /* One power for the length, one product per identification bit; the
+     * other identifications are sums of those (linear in id). */
+    uint32_t pow = gf_xpow8(ip_len - 6 - SR_ICRC_LEN);
+    for (uint32_t b = 1; b < n; b <<= 1) {
+        uint32_t col = id_term_at(pow, (uint16_t)b);
+        for (uint32_t id = b; id < 2 * b && id < n; id++)
+            term[id] = term[id - b] ^ col;
+    }
 }
 
 /* Length of the IP + UDP headers in front of the BTH, after checking that

@@ -333,6 +333,9 @@ uint32_t sr_icrc_final(const struct sr_icrc_ctx *c);
  * accept them without recomputing the CRC per candidate, senders to
  * compute a train's segments from one cached prefix. */
 uint32_t sr_icrc_ipv4_id_term(size_t ip_len, uint16_t id);
+/* term[id] = sr_icrc_ipv4_id_term(ip_len, id) for id in [0, n), n at most
+ * 65536, at the cost of about one term (one power of x for the length). */
+void sr_icrc_ipv4_id_terms(size_t ip_len, uint32_t *term, uint32_t n);
 
 /* Plain CRC-32 (IEEE, reflected, as zlib's crc32): crc = sr_crc32(0, p, n). */
 uint32_t sr_crc32(uint32_t crc, const void *data, size_t len);

@@ -266,6 +266,40 @@ static void test_ipv4_id_term(void)
     SR_CHECK_EQ(sr_icrc_ipv4_id_term(blen, 0), 0);
 }
 
+/* The table of terms (what the UDP driver caches per length) against a
+ * full recomputation at every IPv4 length from the smallest RoCEv2 packet
+ * to past a 4096-byte PMTU packet, each with a different identification
+ * of the 64 a GSO train uses, plus the empty and too-short cases. */
+static void test_ipv4_id_terms_every_len(void)
+{
+    static uint8_t pkt[28 + 12 + 16 + 4096 + 64];
+    struct sr_l3_addr a = {.src = {127, 0, 0, 2}, .dst = {127, 0, 0, 3}, .src_port = 4791};
+    for (size_t i = 0; i < sizeof(pkt); i++)
+        pkt[i] = (uint8_t)(i * 13 + 5);
+    uint32_t term[64];
+    size_t min = 20 + 8 + 12 + 4;
+    for (size_t len = min; len <= sizeof(pkt); len++) {
+        sr_test_ctx = "id terms every length";
+        SR_CHECK_EQ(sr_l3_encode(&a, len - 28, pkt, len), 28);
+        uint32_t icrc0 = 0, want = 0;
+        SR_CHECK_EQ(sr_icrc_compute(pkt, len, &icrc0), 0);
+        uint16_t id = (uint16_t)(1 + len % 63);
+        sr_put_be16(pkt + 4, id);
+        SR_CHECK_EQ(sr_icrc_compute(pkt, len, &want), 0);
+        sr_icrc_ipv4_id_terms(len, term, 64);
+        SR_CHECK_EQ(term[0], 0);
+        SR_CHECK_EQ(icrc0 ^ term[id], want);
+        SR_CHECK_EQ(term[id], sr_icrc_ipv4_id_term(len, id));
+        if (sr_test_failures)
+            return;
+    }
+    sr_test_ctx = "id terms short";
+    term[5] = 1;
+    sr_icrc_ipv4_id_terms(min - 1, term, 64);
+    SR_CHECK_EQ(term[5], 0);
+    sr_icrc_ipv4_id_terms(min, term, 0); /* writes nothing */
+}
+
 /* sr_icrc_begin_l3 over addressing and a scattered packet equals the ICRC
  * of the whole packet as sr_l3_encode builds it (checksums and all), for
  * IPv4 and IPv6 and a destination port other than 4791. */
@@ -413,6 +447,7 @@ int main(void)
     SR_RUN(test_build_scapy_uc);
     SR_RUN(test_build_v6);
     SR_RUN(test_ipv4_id_term);
+    SR_RUN(test_ipv4_id_terms_every_len);
     SR_RUN(test_icrc_begin_l3);
     SR_RUN(test_icrc_prefix);
     SR_RUN(test_icrc_pieces);

@@ -71,8 +71,8 @@ enum {
      * more), iovec entries per message (UIO_MAXIOV), largest UDP payload
      * of a send (IPv4 total length 65535). */
     UDP_GSO_MAX_SEGS = 64, /* also the identifications a receiver accepts */
-    UDP_ID_CACHE = 8,      /* packet lengths whose identification terms are kept (sent
-                              and received alike; a miss costs some 20k cycles) */
+    UDP_ID_CACHE = 16,     /* packet lengths whose identification terms are kept (sent
+                              and received alike) */
     UDP_PFX_CACHE = 8,     /* flows and lengths whose ICRC prefix is kept, per direction */
     UDP_IOV_MAX = 1024,
     UDP_GSO_MAX_V4 = 65535 - SR_IPV4_HDR_LEN - SR_UDP_HDR_LEN,
@@ -107,11 +107,13 @@ struct udp_held {
     uint8_t *slot; /* UDP_RX_DATA bytes */
 };
 
-/* sr_icrc_ipv4_id_term for identifications 0..UDP_GSO_MAX_SEGS-1 at one
- * IPv4 length. */
+/* sr_icrc_ipv4_id_term for identifications 0..UDP_GSO_MAX_SEGS-1 at the
+ * IPv4 lengths of the last UDP_ID_CACHE tables made; the lengths in one
+ * cache line, searched before any table is touched. */
 struct udp_id_terms {
-    uint32_t ip_len; /* 0: unused */
-    uint32_t term[UDP_GSO_MAX_SEGS];
+    uint32_t ip_len[UDP_ID_CACHE]; /* 0: unused */
+    uint32_t next;                 /* round-robin replacement */
+    uint32_t term[UDP_ID_CACHE][UDP_GSO_MAX_SEGS];
 };
 
 /* The ICRC register after the invariant IP + UDP header (identification 0)
@@ -190,8 +192,7 @@ struct sr_udp {
     uint64_t rng;
     struct udp_held *held; /* UDP_HELD slots */
     uint32_t held_cnt;
-    struct udp_id_terms id_terms[UDP_ID_CACHE];
-    uint32_t id_terms_next;               /* round-robin replacement */
+    struct udp_id_terms id_terms;
     struct udp_pfx pfx[2][UDP_PFX_CACHE]; /* [0] sent, [1] received */
     uint32_t pfx_last[2], pfx_next[2];    /* last hit, round-robin replacement */
 };
@@ -260,23 +261,19 @@ static void udp_l3(bool ipv6, const uint8_t *src, uint16_t sport, const uint8_t 
 }
 
 /* The identification terms for IPv4 packets of ip_len bytes, computed on
- * first use: the few lengths a flow uses (full segments, its last one,
- * ACKs) stay cached. */
+ * first use. A flow uses a dozen lengths or so (full segments, its last
+ * ones, ACKs, the SACK bitmaps' six lengths, D-SACKs), which all stay
+ * cached; a miss costs some 20 multiplications mod P (icrc.c). */
 static const uint32_t *udp_id_terms(struct sr_udp *u, size_t ip_len)
 {
+    struct udp_id_terms *c = &u->id_terms;
     for (int i = 0; i < UDP_ID_CACHE; i++)
-        if (u->id_terms[i].ip_len == ip_len)
-            return u->id_terms[i].term;
-    struct udp_id_terms *t = &u->id_terms[u->id_terms_next++ % UDP_ID_CACHE];
-    t->ip_len = (uint32_t)ip_len;
-    t->term[0] = 0;
-    /* linear in the identification: one term per bit, then xor */
-    for (unsigned b = 1; b < UDP_GSO_MAX_SEGS; b <<= 1) {
-        uint32_t col = sr_icrc_ipv4_id_term(ip_len, (uint16_t)b);
-        for (unsigned id = b; id < 2 * b; id++)
-            t->term[id] = t->term[id - b] ^ col;
-    }
-    return t->term;
+        if (c->ip_len[i] == ip_len)
+            return c->term[i];
+    uint32_t i = c->next++ % UDP_ID_CACHE;
+    c->ip_len[i] = (uint32_t)ip_len;
+    sr_icrc_ipv4_id_terms(ip_len, c->term[i], UDP_GSO_MAX_SEGS);
+    return c->term[i];
 }
 
 static bool pfx_is(const struct udp_pfx *c, const uint8_t *peer, uint16_t port, size_t tlen)
