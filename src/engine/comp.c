@@ -566,8 +566,11 @@ struct sr_comp_next sr_comp_timer(struct sr_qp *qp, uint64_t now_ns)
         qp->req.rnr_wait = false;
         n.act = SR_COMP_RESUME | SR_COMP_ARM;
         /* the NAKed request among the holes: a SACK sent before the NAK
-         * and delayed past it may have marked it again */
-        if (sr_sack_rnr(qp, qp->comp.psn))
+         * and delayed past it may have marked it again. Not when the NAK
+         * went back to it (no SACK had shown anything kept then): the
+         * resume resends it, and a second copy would draw a second RNR
+         * NAK, a retry spent without its wait (IBA 9.7.5.2.8). */
+        if (qp->req.cur_psn != qp->comp.psn && sr_sack_rnr(qp, qp->comp.psn))
             n.act |= SR_COMP_SACK | SR_COMP_SACK_ALL;
         return n;
     }
