@@ -103,6 +103,24 @@ sw_incast2() {
   done
 }
 
+# sw_incast2_goodput OUT RATE_GBPS: the clients' "BW average" column of
+# sw_incast2's run (Gb/s): both senders moved data and together no more
+# than the bottleneck (5% for perftest's rounding); failures go through the
+# caller's fail().
+sw_incast2_goodput() {
+  local g1 g2
+  g1=$(awk '$1 == 65536 { print $4 }' "$1/cli1")
+  g2=$(awk '$1 == 65536 { print $4 }' "$1/cli2")
+  if [ -z "$g1" ] || [ -z "$g2" ]; then
+    fail "no result line from a client"
+    return
+  fi
+  echo "goodput: $g1 + $g2 Gb/s through a $2 Gb/s bottleneck"
+  awk -v a="$g1" -v b="$g2" -v r="$2" 'BEGIN { exit !(a + b <= r * 1.05) }' ||
+    fail "goodput $g1 + $g2 Gb/s above the $2 Gb/s bottleneck"
+  awk -v a="$g1" -v b="$g2" 'BEGIN { exit !(a > 0 && b > 0) }' || fail "a sender moved nothing"
+}
+
 # sw_counter OUT PORT NAME: one counter of one port from the exit report
 sw_counter() {
   sed -n "s/^port $2 .* $3=\([0-9]*\).*/\1/p" "$1"

@@ -41,6 +41,19 @@ static struct rig *rig_new(uint8_t timeout)
     return r;
 }
 
+/* A rig whose peer takes SACKs, its cap started at *now (1 ms). */
+static struct rig *rig_started(uint8_t timeout, uint64_t *now)
+{
+    struct rig *r = rig_new(timeout);
+    SR_CHECK(r != NULL);
+    if (!r)
+        return NULL;
+    r->qp.comp.peer_sack = true;
+    *now = MS;
+    sr_qcap_update(&r->qp, *now);
+    return r;
+}
+
 /* Deliver `pps` packets per second for `n` rate intervals, one update
  * per 100 us, the sender window-limited. */
 static const unsigned STEPS = (unsigned)(SR_QCAP_INTERVAL_NS / 100000);
@@ -85,13 +98,10 @@ static void test_rate(void)
 static void test_max_filter(void)
 {
     sr_test_ctx = "max filter";
-    struct rig *r = rig_new(14);
-    SR_CHECK(r != NULL);
+    uint64_t now;
+    struct rig *r = rig_started(14, &now);
     if (!r)
         return;
-    r->qp.comp.peer_sack = true;
-    uint64_t now = MS;
-    sr_qcap_update(&r->qp, now);
     deliver(r, &now, 1000000, 2);
     SR_CHECK_EQ(r->qp.qcap.cap, 1100);
     /* a stall, then a slower rate: the highest of the last SR_QCAP_SAMPLES
@@ -114,18 +124,16 @@ static void test_max_filter(void)
 static void test_reset(void)
 {
     sr_test_ctx = "scoreboard reset";
-    struct rig *r = rig_new(14);
+    uint64_t now;
+    struct rig *r = rig_started(14, &now);
     struct sr_sack_sb *sb = sr_sack_sb_new(2048, 100);
-    SR_CHECK(r != NULL && sb != NULL);
+    SR_CHECK(sb != NULL);
     if (!r || !sb) {
         free(r);
         free(sb);
         return;
     }
-    r->qp.comp.peer_sack = true;
     r->qp.comp.sb = sb;
-    uint64_t now = MS;
-    sr_qcap_update(&r->qp, now);
     deliver(r, &now, 200000, 2);
     SR_CHECK_EQ(r->qp.qcap.cap, 220);
     /* PSNs SACKed over the next intervals (200 k/s), then the scoreboard
@@ -157,13 +165,10 @@ static void test_bounds(void)
 {
     sr_test_ctx = "timer bound and standard peers";
     /* timeout 10 (4.2 ms): at most 4.2 ms / 16 = 262 us of queue */
-    struct rig *r = rig_new(10);
-    SR_CHECK(r != NULL);
+    uint64_t now;
+    struct rig *r = rig_started(10, &now);
     if (!r)
         return;
-    r->qp.comp.peer_sack = true;
-    uint64_t now = MS;
-    sr_qcap_update(&r->qp, now);
     deliver(r, &now, 1000000, 2);
     SR_CHECK_EQ(r->qp.qcap.cap, sr_qcap_cap(1000000, 100000, sr_timeout_ns(10) / 16));
     free(r);
