@@ -84,7 +84,22 @@ sw_stop() {
 # and one on h1, 2 s of 64 KiB WRITEs each, every process started with the
 # caller's host() function; their output in OUT/cli1, cli2, srv1, srv2 and
 # their exit statuses, clients first, in rcs.
+# perftest 4.5 exits 1 with "Can't produce a report" when its clock
+# calibration fails (a regression of gettimeofday against the TSC, r^2
+# below 0.9: a preemption inside one sample does it on a loaded machine);
+# its peer then fails the final exchange. That run says nothing about the
+# transport, so it is made again, at most twice.
 sw_incast2() {
+  local try
+  for try in 1 2 3; do
+    sw_incast2_once "$@"
+    grep -q "Can't produce a report" "$1/cli1" "$1/cli2" "$1/srv1" "$1/srv2" || return 0
+    echo "perftest's clock calibration failed (try $try):" \
+      "$(grep -h "Correlation coefficient\|Can't produce" "$1"/cli1 "$1"/cli2 "$1"/srv1 "$1"/srv2 | tr '\n' ' ')"
+  done
+}
+
+sw_incast2_once() {
   local o=$1 p1=$2 p2=$(($2 + 1)) s1 s2 c1 c2 p
   host 2 "${HOST_ADDR[2]}" timeout 30 ib_write_bw -D 2 -s 65536 --report_gbits -p $p1 >"$o/srv1" 2>&1 &
   s1=$!
@@ -100,6 +115,18 @@ sw_incast2() {
   for p in $c1 $c2 $s1 $s2; do
     wait $p
     rcs="$rcs $?"
+  done
+}
+
+# sw_incast2_show OUT PATTERN: each process's lines that match PATTERN
+# (grep -E), or its whole output if it exited non-zero
+sw_incast2_show() {
+  local st i=0 f
+  read -ra st <<<"$rcs"
+  for f in cli1 cli2 srv1 srv2; do
+    echo "--- $f (exit ${st[$i]})"
+    if [ "${st[$i]}" = 0 ]; then grep -E "$2" "$1/$f"; else cat "$1/$f"; fi
+    i=$((i + 1))
   done
 }
 

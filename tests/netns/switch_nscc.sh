@@ -33,10 +33,7 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 sw_start "$swbin" "$out/sw" --rate 1G --buffer 64K --kmin 8K --kmax 48K --pmax 0.2
 sw_incast2 "$out" "$port"
 sw_stop
-for f in cli1 cli2 srv1 srv2; do
-  echo "--- $f"
-  grep -E "65536|softrdma: (cc|stats |stats-ecn)|error|status" "$out/$f"
-done
+sw_incast2_show "$out" "65536|softrdma: (cc|stats |stats-ecn)|error|status"
 echo "--- switch"; cat "$out/sw"
 [ "$rcs" = " 0 0 0 0" ] || fail "perftest exit codes (cli1 cli2 srv1 srv2):$rcs"
 ecn() { sed -n "s/^softrdma: stats-ecn .*$2=\([0-9]*\).*/\1/p" "$out/$1" | head -1; }
