@@ -14,6 +14,7 @@
 #              value may carry parameters, e.g. "none nscc nscc,pace=0")
 #   CC_ROUNDS  rounds (5)
 #   CC_SECS    perftest -D per bandwidth point (2)
+#   CC_SHM     1: the same-host shared-memory path instead of UDP (0)
 #   CC_BUILD   build directory with lib/libibverbs.so.1 (build)
 #   CC_OUT     report (bench/results/cc_ab-<UTC timestamp>.txt)
 set -euo pipefail
@@ -39,7 +40,7 @@ nset=${#settings[@]}
 run() {
   local cc=$1 tag=$2
   shift 2
-  local env="LD_LIBRARY_PATH=$lib SOFTRDMA_SHM=0 SOFTRDMA_CC=$cc"
+  local env="LD_LIBRARY_PATH=$lib SOFTRDMA_SHM=${CC_SHM:-0} SOFTRDMA_CC=$cc"
   ab_pair "$tmp/$tag" 60 "$env" "$env" "$@" -F -x 0 || return 1
 }
 
@@ -65,7 +66,7 @@ for ((r = 1; r <= rounds; r++)); do
 done
 
 {
-  echo "# bench/cc_ab.sh: $rounds interleaved rounds, perftest over UDP on loopback, -D $secs"
+  echo "# bench/cc_ab.sh: $rounds interleaved rounds, perftest over $([ "${CC_SHM:-0}" = 1 ] && echo "shared memory" || echo "UDP on loopback"), -D $secs"
   echo "# commit $(git -C "$root" rev-parse --short HEAD), $(date -u), load $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
   echo "# point | setting | median | min | max | median / none's | ranges"
   python3 - "$raw" "${settings[@]}" <<'PY'

@@ -184,6 +184,9 @@ extern const struct sr_cc_ops sr_cc_none_ops, sr_cc_dcqcn_ops, sr_cc_nscc_ops;
 /* Defaults for every algorithm at a line rate (bits/s), algo = none. */
 void sr_cc_cfg_default(struct sr_cc_cfg *cfg, uint64_t line_rate_bps);
 
+/* What a device runs when SOFTRDMA_CC is unset or empty (src/verbs). */
+#define SR_CC_DEVICE_DEFAULT "dcqcn"
+
 /* Parses "none|dcqcn|nscc[,param=value...]" (SOFTRDMA_CC; the caller reads
  * the environment) into cfg, starting from sr_cc_cfg_default at cfg's
  * line_rate_bps (or 10 Gb/s when 0). Returns 0, or SR_ERR_INVAL with a

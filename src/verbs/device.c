@@ -162,15 +162,17 @@ static void parse_config(struct sv_config *c)
     c->shm_bulk = env_us("SOFTRDMA_SHM_BULK", SR_NIC_SHM_BULK_DEFAULT, 1u << 31);
     const char *br = getenv("SOFTRDMA_SHM_BULK_READ");
     c->shm_bulk_read = br && strcmp(br, "1") == 0;
-    /* SOFTRDMA_CC: congestion control (docs/CONGESTION.md); a bad value
-     * is reported and leaves it off */
+    /* SOFTRDMA_CC: congestion control (docs/CONGESTION.md), DCQCN when
+     * unset: it needs only ECN and CNPs, so any RoCEv2 peer takes it, and
+     * where nothing marks it costs nothing measurable (bench/cc_ab.sh).
+     * A bad value is reported and leaves it off. */
     sr_cc_cfg_default(&c->cc, 0);
     const char *cc = getenv("SOFTRDMA_CC");
-    if (cc && *cc) {
-        char why[160];
-        if (sr_cc_parse(cc, &c->cc, why, sizeof(why)))
-            fprintf(stderr, "softrdma: %s; congestion control off\n", why);
-    }
+    if (!cc || !*cc)
+        cc = SR_CC_DEVICE_DEFAULT;
+    char why[160];
+    if (sr_cc_parse(cc, &c->cc, why, sizeof(why)))
+        fprintf(stderr, "softrdma: %s; congestion control off\n", why);
     const char *m = getenv("SOFTRDMA_MTU");
     bool mtu_set = false;
     if (m && *m) {

@@ -24,7 +24,7 @@ sw_topology 3
 host() {
   local i=$1 a=$2
   shift 2
-  ip netns exec "${HOST_NS[$i]}" env SOFTRDMA_SHM=0 SOFTRDMA_ADDR="$a" \
+  ip netns exec "${HOST_NS[$i]}" env SOFTRDMA_SHM=0 SOFTRDMA_CC=none SOFTRDMA_ADDR="$a" \
     LD_LIBRARY_PATH="$libdir" "$@"
 }
 
