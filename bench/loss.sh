@@ -46,12 +46,18 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/bench/ab_lib.sh"
 ab_quick "$@"
 read -r -a builds <<<"${LOSS_BUILDS:-${LOSS_BUILD:-$root/build}}"
-for b in "${builds[@]}"; do
-  [ -e "$b/lib/libibverbs.so.1" ] || { echo "no $b/lib/libibverbs.so.1: build first" >&2; exit 1; }
-done
-lib=${builds[0]}/lib
 only=${LOSS_ONLY:-}
 case $only in '' | pp) ;; *) echo "LOSS_ONLY: pp or nothing" >&2; exit 2 ;; esac
+# perftest links libmlx5 and libefa too: without the build's stand-ins
+# the system's fail to load against softrdma's libibverbs
+need=(libibverbs.so.1)
+[ "$only" = pp ] || need+=(libmlx5.so.1 libefa.so.1)
+for b in "${builds[@]}"; do
+  for f in "${need[@]}"; do
+    [ -e "$b/lib/$f" ] || { echo "no $b/lib/$f: build first" >&2; exit 1; }
+  done
+done
+lib=${builds[0]}/lib
 for p in ib_write_bw ib_read_bw ib_send_bw ibv_rc_pingpong; do
   command -v "$p" >/dev/null || { echo "missing $p (perftest, ibverbs-utils)" >&2; exit 1; }
 done
