@@ -271,6 +271,21 @@ void sr_sack_sb_resent(struct sr_sack_sb *sb, uint32_t psn, uint64_t lost_at_ns)
     }
 }
 
+void sr_sack_sb_resent_again(struct sr_sack_sb *sb, uint32_t psn)
+{
+    psn &= SR_PSN_MASK;
+    for (uint32_t k = 0; k < sb->rs_cnt; k++) {
+        uint32_t i = (sb->rs_at + SR_SACK_RS_RING - 1 - k) % SR_SACK_RS_RING;
+        if (sb->rs_psn[i] != psn)
+            continue;
+        uint32_t last = (sb->rs_at + SR_SACK_RS_RING - sb->rs_cnt) % SR_SACK_RS_RING;
+        sb->rs_psn[i] = sb->rs_psn[last];
+        sb->rs_lost_at[i] = sb->rs_lost_at[last];
+        sb->rs_cnt--;
+        return;
+    }
+}
+
 void sr_sack_sb_track(struct sr_sack_sb *sb, uint32_t psn, uint32_t after, uint64_t now_ns)
 {
     if (sb->lr_n == SR_SACK_LR_MAX) {
@@ -385,6 +400,14 @@ static uint64_t reo_wnd(const struct sr_qp *qp)
      * expire first and consume a retry (IBA 9.7.6.1.3). */
     uint64_t wnd = sr_sack_sb_reo_wnd(qp->comp.sb, srtt);
     uint64_t cap = SR_MAX(srtt / 4, sr_timeout_ns(qp->attr.timeout) / 16);
+    /* A requester with nothing new to send (every posted WQE has left: a
+     * ping-pong's message, a stream's last batch) gains no goodput from
+     * waiting past SRTT: the link is idle, so a spurious resend delays
+     * nothing, while each hole's wait delays the message's completion.
+     * It keeps RFC 8985 6.2's bound of SRTT; the lateness learnt beyond
+     * it serves again once there is new data to protect. */
+    if (qp->req.cur == qp->sq_tail)
+        cap = SR_MIN(cap, srtt);
     return SR_MIN(wnd, cap);
 }
 
@@ -495,6 +518,7 @@ static bool resend_lost_resends(struct sr_qp *qp, struct sr_sack_sb *sb, uint64_
             qp->eng->stats.sack_resends++;
             qp->eng->stats.sack_lost_resends++;
             sent = true;
+            sr_sack_sb_resent_again(sb, lost[k]);
             sr_sack_sb_track(sb, lost[k], qp->req.max_sent, now_ns);
         }
     }
@@ -568,7 +592,9 @@ void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
         if (one) {
             qp->eng->stats.sack_resends++;
             sent = true;
-            if (!all) {
+            if (all)
+                sr_sack_sb_resent_again(sb, h);
+            else {
                 while (k + 1 < due && !sr_psn_lt(h, sb->ep_lim[k]))
                     k++;
                 sr_sack_sb_resent(sb, h, sb->ep_at[k]);
@@ -669,8 +695,12 @@ bool sr_sack_rnr(struct sr_qp *qp, uint32_t psn)
 
 void sr_sack_discard(struct sr_qp *qp)
 {
-    if (qp->comp.sb)
+    if (qp->comp.sb) {
         sr_sack_sb_reset(qp->comp.sb, qp->comp.psn);
+        /* going back N resends every one of them: a D-SACK from now on
+         * may be that copy's, and proves no resend spurious */
+        qp->comp.sb->rs_cnt = 0;
+    }
 }
 
 void sr_sack_free(struct sr_qp *qp)

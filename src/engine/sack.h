@@ -109,6 +109,12 @@ bool sr_sack_sb_next_hole(const struct sr_sack_sb *sb, uint32_t from, uint32_t l
  * unknown), not by a probe or the timer: remembered for a D-SACK; one
  * more loss recovery. */
 void sr_sack_sb_resent(struct sr_sack_sb *sb, uint32_t psn, uint64_t lost_at_ns);
+/* psn went once more (a probe's resend of every hole, a resend lost
+ * again): if it was a remembered resend, it is forgotten, since a D-SACK
+ * of it now may be one copy of ours meeting another, not a late
+ * original (RFC 3708 2: only a single retransmission's duplicate shows it
+ * spurious). */
+void sr_sack_sb_resent_again(struct sr_sack_sb *sb, uint32_t psn);
 /* psn was resent at now_ns with the send pointer at after: followed
  * until the board shows it delivered (the oldest is forgotten when full). */
 void sr_sack_sb_track(struct sr_sack_sb *sb, uint32_t psn, uint32_t after, uint64_t now_ns);

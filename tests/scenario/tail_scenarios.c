@@ -29,7 +29,9 @@ static bool sack_mode = true;
 
 /* ---- the ping-pong ---- */
 
-enum { PP_ITERS = 60, PP_FAULT_IT = 40, PP_RX = 1 << 20 };
+enum { PP_ITERS_MAX = 400, PP_FAULT_IT = 40, PP_RX = 1 << 20 };
+/* iterations of a run (60 but in test_pingpong_random) */
+static int pp_iters = 60;
 /* each message's length (4 KiB but in test_pingpong_every_message) */
 static uint32_t pp_len = 4 * KIB;
 
@@ -42,6 +44,7 @@ enum pp_fault {
     PP_LAST_PROBE, /* node 0's last packet, and again its first resend */
     PP_WHOLE,      /* every packet of node 0's message, once each */
     PP_EVERY_MSG,  /* the third packet of every message node 0 sends, and its first resend */
+    PP_RANDOM,     /* SOFTRDMA_FAULT's loss=0.1,reorder=0.01,dup=0.005 on every packet */
 };
 
 struct pp {
@@ -54,7 +57,8 @@ struct pp {
     uint32_t sends_seen; /* node 0's first transmissions (PP_EVERY_MSG) */
     uint32_t again;      /* ... the PSN dropped last, whose first resend goes too */
     bool again_armed;
-    uint64_t done_at[PP_ITERS + 1];
+    uint64_t seed; /* PP_RANDOM's */
+    uint64_t done_at[PP_ITERS_MAX + 1];
     int iters_done;
     /* both nodes' probes, resends and timeouts when iteration
      * PP_FAULT_IT began and when it ended */
@@ -81,6 +85,13 @@ static bool pp_is_send(uint8_t op)
 static void pp_filter(struct scn *s, const struct scn_pkt_info *pi, struct scn_verdict *v)
 {
     struct pp *p = s->cfg.filter_arg;
+    if (p->fault == PP_RANDOM) {
+        /* the UDP driver's injector holds a reordered datagram 200 us
+         * (src/drivers/udp/fault.c); loss and duplication are scn's */
+        if (scn_unit(s) < 0.01)
+            v->delay_ns = 200 * US;
+        return;
+    }
     if (p->fault == PP_EVERY_MSG) {
         if (pi->from == 0 && pp_is_send(pi->opcode) && pi->nth == 0 &&
             p->sends_seen++ % (pp_len / 1024) == 2) {
@@ -112,6 +123,7 @@ static void pp_filter(struct scn *s, const struct scn_pkt_info *pi, struct scn_v
         break;
     case PP_NONE:
     case PP_EVERY_MSG:
+    case PP_RANDOM:
         break;
     }
     if (hit) {
@@ -164,21 +176,21 @@ static bool pp_step(void *arg)
         }
     }
     /* node 0 finished iteration k: its send k and the reply k are in */
-    while (p->iters_done < PP_ITERS && p->sent[0] > p->iters_done && p->recvd[0] > p->iters_done) {
+    while (p->iters_done < pp_iters && p->sent[0] > p->iters_done && p->recvd[0] > p->iters_done) {
         p->done_at[++p->iters_done] = s->now;
         p->armed = p->iters_done == PP_FAULT_IT;
         if (p->iters_done == PP_FAULT_IT || p->iters_done == PP_FAULT_IT + 1)
             pp_snap(p, p->iters_done - PP_FAULT_IT);
     }
-    if (p->it[0] < PP_ITERS && p->it[0] == p->sent[0] && p->it[0] == p->recvd[0]) {
+    if (p->it[0] < pp_iters && p->it[0] == p->sent[0] && p->it[0] == p->recvd[0]) {
         SR_CHECK_EQ(pp_post(s, 0, p->it[0]), 0);
         p->it[0]++;
     }
-    if (p->it[1] < PP_ITERS && p->it[1] == p->sent[1] && p->it[1] < p->recvd[1]) {
+    if (p->it[1] < pp_iters && p->it[1] == p->sent[1] && p->it[1] < p->recvd[1]) {
         SR_CHECK_EQ(pp_post(s, 1, p->it[1]), 0);
         p->it[1]++;
     }
-    return p->iters_done == PP_ITERS && p->sent[1] == PP_ITERS;
+    return p->iters_done == pp_iters && p->sent[1] == pp_iters;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -197,7 +209,10 @@ struct pp_result {
  * for timeout and retry_cnt, PSNs across the wrap; the filter sees p. */
 static void pp_scn_init(struct scn *s, struct pp *p)
 {
-    scn_init(s, &(struct scn_cfg){.seed = 1,
+    bool rnd = p->fault == PP_RANDOM;
+    scn_init(s, &(struct scn_cfg){.seed = rnd ? p->seed : 1,
+                                  .loss = rnd ? 0.1 : 0,
+                                  .dup = rnd ? 0.005 : 0,
                                   .mtu = 1024, /* ibv_rc_pingpong's default */
                                   .delay_ns = 15 * US,
                                   .ack_delay_ns = 20 * US, /* SOFTRDMA_ACK_DELAY_US's default */
@@ -220,9 +235,9 @@ static struct pp_result pp_run(enum pp_fault fault, int drops)
         SR_CHECK_EQ(pp_post_recv(&s, n, 0), 0);
     p.done_at[0] = s.now;
     SR_CHECK(scn_run(&s, pp_step, &p, 2000ull * MS));
-    SR_CHECK_EQ(p.iters_done, PP_ITERS);
+    SR_CHECK_EQ(p.iters_done, pp_iters);
     struct pp_result r = {0};
-    uint64_t d[PP_ITERS];
+    uint64_t d[PP_ITERS_MAX];
     int nd = 0;
     /* the first iterations take the first RTT samples */
     for (int i = 10; i < PP_FAULT_IT; i++)
@@ -301,16 +316,16 @@ static void test_pingpong_every_message(void)
             SR_CHECK_EQ(pp_post_recv(&s, n, 0), 0);
         p.done_at[0] = s.now;
         SR_CHECK(scn_run(&s, pp_step, &p, 20000ull * MS));
-        SR_CHECK_EQ(p.iters_done, PP_ITERS);
-        uint64_t total = p.done_at[PP_ITERS] - p.done_at[10];
+        SR_CHECK_EQ(p.iters_done, pp_iters);
+        uint64_t total = p.done_at[pp_iters] - p.done_at[10];
         printf("ping-pong 64 KiB (%s), %s: %.1f us per iteration, %" PRIu64 " dropped\n",
-               sack_mode ? "sack" : "std", sr_test_ctx, total / 1e3 / (PP_ITERS - 10),
+               sack_mode ? "sack" : "std", sr_test_ctx, total / 1e3 / (pp_iters - 10),
                s.dropped[0]);
         static uint64_t clean;
         if (!lossy) {
             clean = total;
         } else {
-            SR_CHECK(s.dropped[0] >= 2 * PP_ITERS);
+            SR_CHECK(s.dropped[0] >= 2 * (uint64_t)pp_iters);
             /* repaired in round trips: far below the 8 ms per iteration
              * that waiting on the no-sample probe timeout costs */
             if (sack_mode)
@@ -319,6 +334,61 @@ static void test_pingpong_every_message(void)
         scn_fini(&s);
     }
     pp_len = 4 * KIB;
+    sr_test_ctx = "";
+}
+
+/* ibv_rc_pingpong -s 65536 (64 packets of 1 KiB each way) under
+ * bench/loss.sh's 10% profile: random loss of every packet in both
+ * directions (SENDs, resends, ACKs, SACKs, probes), 1% held 200 us,
+ * 0.5% duplicated. Issue #22's target is the mean iteration within 10x
+ * the lossless one; on the UDP path that mean is set by the tail, so
+ * the slowest iterations are what this bounds. */
+static void test_pingpong_random(void)
+{
+    enum { SEEDS = 4, ITERS = 200 };
+    pp_len = 64 * KIB;
+    pp_iters = ITERS;
+    struct scn s;
+    struct pp p;
+    uint64_t clean = 0;
+    for (int seed = 0; seed <= SEEDS; seed++) {
+        bool lossy = seed > 0;
+        sr_test_ctx = lossy ? "64 KiB at 10% random loss" : "64 KiB lossless";
+        p = (struct pp){.s = &s, .fault = lossy ? PP_RANDOM : PP_NONE, .seed = (uint64_t)seed};
+        pp_scn_init(&s, &p);
+        for (int n = 0; n < 2; n++)
+            SR_CHECK_EQ(pp_post_recv(&s, n, 0), 0);
+        p.done_at[0] = s.now;
+        SR_CHECK(scn_run(&s, pp_step, &p, 60000ull * MS));
+        SR_CHECK_EQ(p.iters_done, pp_iters);
+        uint64_t d[PP_ITERS_MAX];
+        for (int i = 0; i < pp_iters; i++)
+            d[i] = p.done_at[i + 1] - p.done_at[i];
+        qsort(d + 10, (size_t)(pp_iters - 10), sizeof(d[0]), cmp_u64);
+        uint64_t total = p.done_at[pp_iters] - p.done_at[10];
+        uint64_t mean = total / (uint64_t)(pp_iters - 10);
+        pp_snap(&p, 0);
+        if (!lossy)
+            clean = mean;
+        printf("ping-pong 64 KiB (%s), %s, seed %d: mean %.1f us (%.1fx), median %.1f, p90 %.1f, "
+               "max %.1f us; %" PRIu64 " probes, %" PRIu64 " resends, %" PRIu64
+               " timeouts, %" PRIu64 " dropped\n",
+               sack_mode ? "sack" : "std", sr_test_ctx, seed, mean / 1e3,
+               (double)mean / (double)clean, d[10 + (pp_iters - 10) / 2] / 1e3,
+               d[10 + (pp_iters - 10) * 9 / 10] / 1e3, d[pp_iters - 1] / 1e3, p.probes[0],
+               p.resends[0], p.timeouts[0], s.dropped[0] + s.dropped[1]);
+        SR_CHECK_EQ(p.timeouts[0], 0); /* retry_cnt untouched (IBA 9.7.6.1.3) */
+        if (lossy && sack_mode) {
+            /* Issue #22's 10x with room for the host; the reordering
+             * window grown past SRTT by the 200 us holds made it 9 to 11
+             * here, and its slowest iterations 25 to 54 lossless ones. */
+            SR_CHECK(mean < 5 * clean);
+            SR_CHECK(d[pp_iters - 1] < 20 * clean);
+        }
+        scn_fini(&s);
+    }
+    pp_len = 4 * KIB;
+    pp_iters = 60;
     sr_test_ctx = "";
 }
 
@@ -504,6 +574,7 @@ int main(int argc, char **argv)
     }
     SR_RUN(test_pingpong_tail);
     SR_RUN(test_pingpong_every_message);
+    SR_RUN(test_pingpong_random);
     if (sack_mode) {
         SR_RUN(test_reorder_adapts);
         SR_RUN(test_reorder_beyond_srtt);

@@ -157,6 +157,33 @@ static void test_reo_window(void)
     free(sb);
 }
 
+/* A PSN that went twice (its selective resend, then a probe's resend of
+ * every hole or a resend taken for lost again) proves nothing when a
+ * D-SACK names it: our two copies met at the responder. Counting it grew
+ * the lateness by each such repair's whole wait, and a grown window made
+ * the next repairs wait longer still. */
+static void test_resent_again(void)
+{
+    sr_test_ctx = "resent again";
+    const uint64_t SRTT = 50000;
+    struct sr_sack_sb *sb = sr_sack_sb_new(64, 10);
+    SR_CHECK(sb != NULL);
+    if (!sb)
+        return;
+    sr_sack_sb_resent(sb, 20, 1000);
+    sr_sack_sb_resent(sb, 21, 1000);
+    sr_sack_sb_resent(sb, 22, 1000);
+    sr_sack_sb_resent_again(sb, 21);
+    sr_sack_sb_resent_again(sb, 99); /* never resent: nothing to forget */
+    SR_CHECK(!sr_sack_sb_dsack(sb, 21, 900000, SRTT));
+    SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT / 4); /* nothing learnt */
+    /* the others are still remembered, the oldest included */
+    SR_CHECK(sr_sack_sb_dsack(sb, 20, 2000, SRTT));
+    SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT / 2);
+    SR_CHECK(sr_sack_sb_dsack(sb, 22, 2000 + SRTT, SRTT));
+    free(sb);
+}
+
 /* ---- the word-at-a-time scoreboard against a bit-by-bit reference ----
  * The reference below is the plain reading of sack.h, one PSN at a time;
  * sack.c does the same 64 PSNs at a time. Both run the same random
@@ -453,6 +480,7 @@ int main(void)
 {
     SR_RUN(test_basic);
     SR_RUN(test_reo_window);
+    SR_RUN(test_resent_again);
     SR_RUN(test_range);
     SR_RUN(test_words);
     SR_RUN(test_lost_resends);
