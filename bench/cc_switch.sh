@@ -28,15 +28,19 @@
 # 9000, so softrdma's path MTU is 4096 and a byte costs a quarter of the
 # frames it costs at 1500), a 1 Gb/s bottleneck (half of what one sender
 # moves through the switch on a quiet machine at that MTU; the cap rows
-# say whether it held), a 1 MiB buffer (8 ms at 1 Gb/s: a loaded host's
-# round trip is milliseconds), 1, 2, 4 and 8 senders, -D 6, 3 repetitions.
+# say whether it held), a 4 MiB buffer (34 ms at 1 Gb/s, four of the
+# 8 ms round trips ib_write_lat measures through the switch: with 2 cores
+# running up to 16 perftest processes and the switch, a sender waits 10 to
+# 20 ms for its turn, and only a queue that outlasts that wait keeps the
+# link busy; 1 MiB left it idle 40% of the time at 8 senders), 1, 2, 4 and
+# 8 senders, -D 6, 3 repetitions.
 # DCQCN's parameters are derived from a round trip measured first and
 # from the buffer (ccs_dcqcn_params in bench/cc_switch_lib.sh) and
 # printed with the table.
 #
 # Environment:
 #   CCS_RATE     egress rate (1G)
-#   CCS_BUFFER   egress buffer (1M)
+#   CCS_BUFFER   egress buffer (4M)
 #   CCS_MTU      every veth's MTU (9000; 1500 gives softrdma 1 KiB packets)
 #   CCS_SENDERS  sender counts ("1 2 4 8")
 #   CCS_SECS     perftest -D (6: on a loaded host 8 senders start up to
@@ -59,7 +63,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/tests/netns/switch_lib.sh"
 . "$root/bench/cc_switch_lib.sh"
 rate=${CCS_RATE:-1G}
-buffer=${CCS_BUFFER:-1M}
+buffer=${CCS_BUFFER:-4M}
 export SW_MTU=${CCS_MTU:-9000}
 senders=${CCS_SENDERS:-"1 2 4 8"}
 secs=${CCS_SECS:-6}

@@ -99,14 +99,16 @@ ccs_dcqcn_explain() {
 #     marked queue as below target and never cuts (a loaded host's
 #     ib_write_lat came out at 8.2 ms once), the smallest sample can
 #     only err towards cutting;
-#   - the target WINDOW_RTT_US, half the delay of Kmin (buffer/8) at the
-#     line rate: every mark comes with at least twice the target, so
-#     marks always cut, and the proportional increase runs only while the
-#     queue is below half of Kmin;
-#   - md_max 0.25: the hosts' delay (milliseconds, not the queue) makes
-#     every marked round trip's Swift factor its cap, and halving a
-#     window of BDP + Kmin per marked round trip leaves the link idle
-#     while the fair increase (a packet per window) wins it back;
+#   - the target 1.5 x WINDOW_RTT_US, three quarters of the delay of
+#     Kmin (buffer/8) at the line rate: every mark comes with more than
+#     the target, so marks always cut, and the proportional increase runs
+#     while the queue is below three quarters of Kmin (with half, 8
+#     senders kept too little queued to cover the hosts' idle gaps: 0.87
+#     of the link through a 4 MiB buffer, against 0.91 with this);
+#   - md_max 0.125: the hosts' delay (milliseconds, not the queue) makes
+#     every marked round trip's Swift factor its cap, and a deeper cut
+#     per marked round trip leaves the link idle while the fair increase
+#     (a packet per window) wins it back (0.25 gave 0.88 at 8 senders);
 #   - the packet size the path MTU the links give; windows of buffer/8
 #     to start (8 QPs' first round trips fit the buffer, so no slow
 #     start: slow_start=0) and at most buffer/2; the pacer as dcqcn's
@@ -115,12 +117,12 @@ ccs_nscc_params() {
   awk -v r="$1" -v w="$2" -v l="$3" -v m="$4" 'BEGIN {
     mtu = m >= 4200 ? 4096 : (m >= 2200 ? 2048 : 1024)
     b = 2 * l * w / 8   # bytes: buffer / 8
-    printf "base_rtt_us=0,target_us=%d,mtu=%d,init_wnd=%d,max_wnd=%d,md_max=0.25,slow_start=0,pace_line=1,pace_burst=65536\n",
-      w, mtu, b, 4 * b }'
+    printf "base_rtt_us=0,target_us=%d,mtu=%d,init_wnd=%d,max_wnd=%d,md_max=0.125,slow_start=0,pace_line=1,pace_burst=65536\n",
+      w * 3 / 2, mtu, b, 4 * b }'
 }
 
 # ccs_nscc_explain RTT_US WINDOW_RTT_US LINK_MTU: the derivation, printed
 # with the table
 ccs_nscc_explain() {
-  printf '# nscc: base RTT learnt (smallest sample less the hold; ib_write_lat gave %s us), target %s us (Kmin = buffer/8 is twice that at the line rate: every mark cuts), md_max 0.25, MTU from link %s, init_wnd buffer/8 (8 first windows fit: slow_start=0), max_wnd buffer/2, the pacer as dcqcn'"'"'s\n' "$1" "$2" "$3"
+  printf '# nscc: base RTT learnt (smallest sample less the hold; ib_write_lat gave %s us), target 1.5 x %s us (Kmin = buffer/8 is 4/3 of that at the line rate: every mark cuts), md_max 0.125, MTU from link %s, init_wnd buffer/8 (8 first windows fit: slow_start=0), max_wnd buffer/2, the pacer as dcqcn'"'"'s\n' "$1" "$2" "$3"
 }
