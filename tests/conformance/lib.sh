@@ -31,6 +31,18 @@ sr_perftest_clock_failed() {
   grep -qE "Correlation coefficient|Can't produce a report|^ *[0-9]+ +[0-9]+ +(inf|-?nan) " "$@" 2>/dev/null
 }
 
+# sr_perftest_tries CMD...: runs CMD (one server/client pair, the outputs
+# in $out/srv and $out/cli) again while perftest's clock calibration
+# failed, at most SR_PERFTEST_TRIES times in all
+sr_perftest_tries() {
+  local try
+  for try in $(seq $SR_PERFTEST_TRIES); do
+    "$@"
+    sr_perftest_clock_failed "$out/cli" "$out/srv" || return 0
+    echo "note: perftest's clock calibration failed (try $try)"
+  done
+}
+
 # sr_report SRC CRC: prints $out/srv and $out/cli with their exit codes and
 # fails unless both are 0.
 sr_report() {

@@ -32,6 +32,18 @@ if [ $wire = 1 ] && ! { ip netns exec "$nsa" ethtool -K $va tx-udp-segmentation 
 fi
 
 fails=0
+# pair [ENV...]: one ib_write_bw pair, $size x $iters on $port (run's)
+pair() {
+  ip netns exec "$nsa" env SOFTRDMA_ADDR=10.235.0.1 LD_LIBRARY_PATH="$libdir" "$@" \
+    timeout 30 ib_write_bw -n $iters -s $size -p "$port" >"$out/srv" 2>&1 &
+  srv=$!
+  sr_wait_listen "$port" ip netns exec "$nsa"
+  ip netns exec "$nsb" env SOFTRDMA_ADDR=10.235.0.2 LD_LIBRARY_PATH="$libdir" "$@" \
+    timeout 30 ib_write_bw -n $iters -s $size -p "$port" 10.235.0.1 >"$out/cli" 2>&1
+  crc=$?
+  wait $srv
+  src=$?
+}
 # run NAME SIZE ITERS MODE(only|whole) [ENV...]
 run() {
   local name=$1 size=$2 iters=$3 mode=$4 src crc
@@ -46,20 +58,7 @@ run() {
       sleep 0.1
     done
   fi
-  local try
-  for try in $(seq $SR_PERFTEST_TRIES); do
-    ip netns exec "$nsa" env SOFTRDMA_ADDR=10.235.0.1 LD_LIBRARY_PATH="$libdir" "$@" \
-      timeout 30 ib_write_bw -n $iters -s $size -p "$port" >"$out/srv" 2>&1 &
-    srv=$!
-    sr_wait_listen "$port" ip netns exec "$nsa"
-    ip netns exec "$nsb" env SOFTRDMA_ADDR=10.235.0.2 LD_LIBRARY_PATH="$libdir" "$@" \
-      timeout 30 ib_write_bw -n $iters -s $size -p "$port" 10.235.0.1 >"$out/cli" 2>&1
-    crc=$?
-    wait $srv
-    src=$?
-    sr_perftest_clock_failed "$out/cli" "$out/srv" || break
-    echo "note: perftest's clock calibration failed (try $try)"
-  done
+  sr_perftest_tries pair "$@"
   echo "=== $name: ib_write_bw -n $iters -s $size ${*:+($*)}"
   sr_report $src $crc # exits on a failure (the trap stops the capture)
   grep -qE "^ +$size +$iters " "$out/cli" || { echo "FAIL [$name]: no result line"; fails=$((fails + 1)); }
