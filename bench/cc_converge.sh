@@ -13,7 +13,7 @@
 # series CSV per run and a PNG (rates over time) when gnuplot is there.
 # Root only. A benchmark, not a test.
 #
-# Environment: CCS_RATE (1G), CCS_BUFFER (1M), CCS_MTU (9000), CCS_T (3 s),
+# Environment: CCS_RATE (1G), CCS_BUFFER (4M), CCS_MTU (9000), CCS_T (3 s),
 # CCS_REPS (1), CCS_INTERVAL_MS (100), CCS_ALGOS ("none dcqcn"), CCS_DCQCN
 # and CCS_NSCC ("auto": derived as in bench/cc_switch.sh), CCS_BUILD
 # (build). The defaults are bench/cc_switch.sh's bottleneck and settings.
@@ -22,7 +22,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/tests/netns/switch_lib.sh"
 . "$root/bench/cc_switch_lib.sh"
 rate=${CCS_RATE:-1G}
-buffer=${CCS_BUFFER:-1M}
+buffer=${CCS_BUFFER:-4M}
 export SW_MTU=${CCS_MTU:-9000}
 T=${CCS_T:-3}
 reps=${CCS_REPS:-1}
