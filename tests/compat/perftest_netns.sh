@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # perftest_netns.sh LIBDIR PROG [ARGS...]
 # perftest's PROG with -R (control exchange and measured QPs through
 # rdma_cm) between two network namespaces joined by a veth pair
@@ -12,25 +12,26 @@ lib=$1 prog=$2
 shift 2
 # shellcheck source=netns.sh
 . "$(dirname "$0")/netns.sh"
+# shellcheck source=../conformance/lib.sh
+. "$(dirname "$0")/../conformance/lib.sh"
 sr_netns_up
 port=18515 # the namespaces are this test's alone
 pk0=$(sr_netns_packets)
-# made again when perftest's clock calibration failed (a loaded machine;
-# sr_perftest_clock_failed in tests/conformance/lib.sh says why)
-for try in 1 2 3; do
+# one server/client pair; made again when perftest's clock calibration
+# failed (sr_perftest_tries, tests/conformance/lib.sh)
+pair() {
   ip netns exec "$na" env LD_LIBRARY_PATH="$lib" SOFTRDMA_ADDR=10.233.0.1 \
-      timeout 60 "$prog" -R -F -x 0 -p $port "$@" >"$tmp/s" 2>&1 &
+    timeout 60 "$prog" -R -F -x 0 -p $port "$@" >"$tmp/s" 2>&1 &
   spid=$!
   sr_netns_kill=$spid
   sr_netns_wait_cm "$na" 106 $port || echo "note: no listener entry after 10 s"
   ip netns exec "$nb" env LD_LIBRARY_PATH="$lib" SOFTRDMA_ADDR=10.233.0.2 \
-      timeout 60 "$prog" -R -F -x 0 -p $port "$@" 10.233.0.1 >"$tmp/c" 2>&1
+    timeout 60 "$prog" -R -F -x 0 -p $port "$@" 10.233.0.1 >"$tmp/c" 2>&1
   crc=$?
   wait "$spid"
   src=$?
-  grep -qE "Correlation coefficient|^ *[0-9]+ +[0-9]+ +(inf|-?nan) " "$tmp/c" "$tmp/s" || break
-  echo "note: perftest's clock calibration failed (try $try)"
-done
+}
+sr_perftest_tries "$tmp/c" "$tmp/s" -- pair "$@"
 sr_netns_kill=
 pk=$(($(sr_netns_packets) - pk0))
 echo "--- server in $na (exit $src)"; tail -n 20 "$tmp/s"

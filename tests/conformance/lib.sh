@@ -31,15 +31,21 @@ sr_perftest_clock_failed() {
   grep -qE "Correlation coefficient|Can't produce a report|^ *[0-9]+ +[0-9]+ +(inf|-?nan) " "$@" 2>/dev/null
 }
 
-# sr_perftest_tries CMD...: runs CMD (one server/client pair, the outputs
-# in $out/srv and $out/cli) again while perftest's clock calibration
-# failed, at most SR_PERFTEST_TRIES times in all
+# sr_perftest_tries FILE... -- CMD...: runs CMD (perftest processes whose
+# outputs are the FILEs) again while their clock calibration failed, at
+# most SR_PERFTEST_TRIES times in all
 sr_perftest_tries() {
-  local try
+  local files=() try
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    files+=("$1")
+    shift
+  done
+  shift
   for try in $(seq $SR_PERFTEST_TRIES); do
     "$@"
-    sr_perftest_clock_failed "$out/cli" "$out/srv" || return 0
-    echo "note: perftest's clock calibration failed (try $try)"
+    sr_perftest_clock_failed "${files[@]}" || return 0
+    echo "note: perftest's clock calibration failed (try $try):" \
+      "$(grep -hE "Correlation coefficient|Can't produce a report" "${files[@]}" | tr '\n' ' ')"
   done
 }
 

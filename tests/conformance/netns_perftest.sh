@@ -58,7 +58,7 @@ run() {
       sleep 0.1
     done
   fi
-  sr_perftest_tries pair "$@"
+  sr_perftest_tries "$out/cli" "$out/srv" -- pair "$@"
   echo "=== $name: ib_write_bw -n $iters -s $size ${*:+($*)}"
   sr_report $src $crc # exits on a failure (the trap stops the capture)
   grep -qE "^ +$size +$iters " "$out/cli" || { echo "FAIL [$name]: no result line"; fails=$((fails + 1)); }

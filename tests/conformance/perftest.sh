@@ -22,7 +22,7 @@ pair() {
   wait $srv
   src=$?
 }
-sr_perftest_tries pair "$@"
+sr_perftest_tries "$out/cli" "$out/srv" -- pair "$@"
 sr_report $src $crc
 # a result row: size, iterations, then figures
 grep -qE '^ *[0-9]+ +[0-9]+ +[0-9]+\.[0-9]+' "$out/cli" || { echo "FAIL: no result row"; exit 1; }

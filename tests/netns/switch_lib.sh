@@ -85,15 +85,9 @@ sw_stop() {
 # caller's host() function; their output in OUT/cli1, cli2, srv1, srv2 and
 # their exit statuses, clients first, in rcs.
 # A run in which perftest's clock calibration failed is made again
-# (sr_perftest_clock_failed, tests/conformance/lib.sh).
+# (sr_perftest_tries, tests/conformance/lib.sh).
 sw_incast2() {
-  local try
-  for try in $(seq $SR_PERFTEST_TRIES); do
-    sw_incast2_once "$@"
-    sr_perftest_clock_failed "$1/cli1" "$1/cli2" "$1/srv1" "$1/srv2" || return 0
-    echo "perftest's clock calibration failed (try $try):" \
-      "$(grep -h "Correlation coefficient\|Can't produce" "$1"/cli1 "$1"/cli2 "$1"/srv1 "$1"/srv2 | tr '\n' ' ')"
-  done
+  sr_perftest_tries "$1"/cli1 "$1"/cli2 "$1"/srv1 "$1"/srv2 -- sw_incast2_once "$@"
 }
 
 sw_incast2_once() {
