@@ -9,13 +9,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/switch_lib.sh"
 swbin=$1
-out=$(mktemp -d)
-SW_PID=
-trap 'sw_stop; sw_del; rm -rf "$out"' EXIT
-command -v python3 >/dev/null || { echo "SKIP: no python3"; exit $SKIP; }
-sw_topology 3
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+sw_test_begin 3 python3
 
 sw_start "$swbin" "$out/sw" --rate 100M --buffer 256K --kmin 4K --kmax 64K --pmax 0.5 \
   --pcap "$out/egress.pcap" --pcap-port 2 --stats-csv "$out/stats.csv"

@@ -42,6 +42,39 @@ sw_topology() {
   done
 }
 
+# sw_test_begin N PROG...: a switch test's start. Skips (77) unless every
+# PROG is installed; sets out (a temporary directory) and fails (0); the
+# exit trap stops the switch and removes the topology and out; then the
+# topology of N hosts (sw_topology).
+sw_test_begin() {
+  local n=$1 t
+  shift
+  for t in "$@"; do
+    command -v "$t" >/dev/null || { echo "SKIP: $t not found"; exit $SKIP; }
+  done
+  out=$(mktemp -d)
+  SW_PID=
+  fails=0
+  trap 'sw_stop; sw_del; rm -rf "$out"' EXIT
+  sw_topology "$n"
+}
+
+# fail MESSAGE: one failed check, counted in fails
+fail() {
+  echo "FAIL: $*"
+  fails=$((fails + 1))
+}
+
+# host I ADDR CMD...: CMD on HOST_NS[I] with softrdma's device on ADDR
+# over UDP (SOFTRDMA_SHM=0), the library in $libdir, and the caller's
+# SW_HOST_ENV (an array of VAR=value: its congestion control, stats)
+host() {
+  local i=$1 a=$2
+  shift 2
+  ip netns exec "${HOST_NS[$i]}" env SOFTRDMA_SHM=0 SOFTRDMA_ADDR="$a" \
+    ${SW_HOST_ENV[@]+"${SW_HOST_ENV[@]}"} LD_LIBRARY_PATH="$libdir" "$@"
+}
+
 # sw_del: the cleanup trap's half for the topology
 sw_del() {
   sr_netns_del "$SW_NS" "${HOST_NS[@]}"
@@ -81,8 +114,8 @@ sw_stop() {
 
 # sw_incast2 OUT PORT: the 2-to-1 incast through the switch: ib_write_bw
 # servers on both of h2's addresses (PORT and PORT + 1), a client on h0
-# and one on h1, 2 s of 64 KiB WRITEs each, every process started with the
-# caller's host() function; their output in OUT/cli1, cli2, srv1, srv2 and
+# and one on h1, 2 s of 64 KiB WRITEs each, every process started with
+# host(); their output in OUT/cli1, cli2, srv1, srv2 and
 # their exit statuses, clients first, in rcs.
 # A run in which perftest's clock calibration failed is made again
 # (sr_perftest_tries, tests/conformance/lib.sh).

@@ -14,21 +14,8 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/switch_lib.sh"
 libdir=$1 swbin=$2 port=$3
-out=$(mktemp -d)
-SW_PID=
-trap 'sw_stop; sw_del; rm -rf "$out"' EXIT
-command -v ib_write_bw >/dev/null || { echo "SKIP: ib_write_bw not found"; exit $SKIP; }
-sw_topology 3
-
-host() {
-  local i=$1 a=$2
-  shift 2
-  ip netns exec "${HOST_NS[$i]}" env SOFTRDMA_SHM=0 SOFTRDMA_ADDR="$a" SOFTRDMA_STATS=1 \
-    SOFTRDMA_CC=nscc,line_rate_mbps=1000,init_wnd=16384,max_wnd=28672 \
-    LD_LIBRARY_PATH="$libdir" "$@"
-}
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+sw_test_begin 3 ib_write_bw
+SW_HOST_ENV=(SOFTRDMA_STATS=1 SOFTRDMA_CC=nscc,line_rate_mbps=1000,init_wnd=16384,max_wnd=28672)
 
 sw_start "$swbin" "$out/sw" --rate 1G --buffer 64K --kmin 8K --kmax 48K --pmax 0.2
 sw_incast2 "$out" "$port"

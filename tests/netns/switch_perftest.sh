@@ -12,24 +12,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 libdir=$1 swbin=$2 port=$3
 rate_gbps=1
 buffer=${SR_SWITCH_BUFFER:-256K}
-out=$(mktemp -d)
-SW_PID=
-trap 'sw_stop; sw_del; rm -rf "$out"' EXIT
-for t in ib_write_bw ibv_rc_pingpong; do
-  command -v $t >/dev/null || { echo "SKIP: $t not found"; exit $SKIP; }
-done
-sw_topology 3
-
-# host I ADDR CMD...: on HOST_NS[I], the device on ADDR, the UDP path
-host() {
-  local i=$1 a=$2
-  shift 2
-  ip netns exec "${HOST_NS[$i]}" env SOFTRDMA_SHM=0 SOFTRDMA_CC=none SOFTRDMA_ADDR="$a" \
-    LD_LIBRARY_PATH="$libdir" "$@"
-}
-
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+sw_test_begin 3 ib_write_bw ibv_rc_pingpong
+SW_HOST_ENV=(SOFTRDMA_CC=none)
 
 # --- the incast: 2 x ib_write_bw into h2 through a 1 Gb/s, small egress buffer
 sw_start "$swbin" "$out/sw" --rate ${rate_gbps}G --buffer $buffer

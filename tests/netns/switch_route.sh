@@ -7,11 +7,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/switch_lib.sh"
 swbin=$1
-out=$(mktemp -d)
-SW_PID=
-trap 'sw_stop; sw_del; rm -rf "$out"' EXIT
-sw_topology 3
-fails=0
+sw_test_begin 3
 for r in 2 1; do
   sw_start "$swbin" "$out/sw" --route "${HOST_ADDR[2]}=$r"
   # bash's /dev/udp: no ping or netcat needed; the first send waits on ARP
