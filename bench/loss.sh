@@ -187,12 +187,8 @@ for ((rep = 1; rep <= reps; rep++)); do
 done
 
 # ratios KEY PI: per repetition, KEY_pPI / KEY_p0 (lossy over lossless).
-ratios() {
-  awk -v a="${1}_p$2" -v b="${1}_p0" '
-    $1 == a { x[$2] = $3 } $1 == b { y[$2] = $3 }
-    END { for (r in x) if ((r in y) && y[r] > 0) print x[r] / y[r] }' "$raw"
-}
-# vs KEY_A KEY_B: per repetition, KEY_A / KEY_B (one build over another).
+ratios() { vs "${1}_p$2" "${1}_p0"; }
+# vs KEY_A KEY_B: per repetition, KEY_A / KEY_B (also one build over another).
 vs() {
   awk -v a="$1" -v b="$2" '
     $1 == a { x[$2] = $3 } $1 == b { y[$2] = $3 }
