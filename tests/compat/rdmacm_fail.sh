@@ -73,7 +73,16 @@ stopped)
     SOFTRDMA_CM_TIMEOUT=14 SOFTRDMA_CM_RETRIES=3 "$rping" -c -a 127.0.0.1 -p $port -C 1 \
         >"$tmp/c" 2>"$tmp/c.err" &
     cpid=$!
-    sleep 0.3 # the REQ is out: now the server dies without a word
+    # the REQ is out once the client's device is up (its UDP socket) and
+    # a little after: on a loaded machine starting rping can take longer
+    # than that alone, and a client that resolves after the kill finds no
+    # listener, waits 2 s and is REJECTED instead (docs/CM.md)
+    i=0
+    while [ $i -lt 100 ] && ! ss -Hanup 2>/dev/null | grep -q "pid=$cpid,"; do
+        sleep 0.05
+        i=$((i + 1))
+    done
+    sleep 0.3 # now the server dies without a word
     kill -9 $spid
     wait_pid $cpid 6
     rc=$?
