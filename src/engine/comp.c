@@ -503,6 +503,7 @@ struct sr_comp_next sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint6
         handle_read_resp(qp, pkt, now_ns, &n);
         break;
     }
+    sr_sack_acked(qp, now_ns);
     placed_progress(qp, now_ns, &n);
     return n;
 }

@@ -411,6 +411,7 @@ bool sr_ooo_store(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err)
     if (opened)
         o->hi = qp->resp.epsn;
     bool hole = !opened && sr_psn_lt(o->hi, pkt->bth.psn); /* a new gap past the others */
+    bool fill = !opened && sr_psn_lt(pkt->bth.psn, o->hi); /* into a gap between kept ones */
     uint32_t end = sr_psn_add(pkt->bth.psn, span);
     if (sr_psn_lt(o->hi, end))
         o->hi = end;
@@ -436,7 +437,14 @@ bool sr_ooo_store(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err)
         sr_ooo_send_sack(qp);
         return true;
     }
-    if (hole || pkt->bth.ack_req || o->fresh == SR_SACK_DUPTHRESH ||
+    /* A request that fills a gap is SACKed in this pass too (RFC 5681
+     * 4.2: a segment that fills a gap is acknowledged at once): the
+     * requester waits on exactly that news, a late original or a resend.
+     * Counted with the others, a late original whose requester had
+     * filled its window (nothing new to come, so nothing more to count)
+     * went unreported until its resend's D-SACK, and every spurious
+     * resend then dated the original by the resend's answer. */
+    if (hole || fill || pkt->bth.ack_req || o->fresh == SR_SACK_DUPTHRESH ||
         o->since_sack >= SR_OOO_SACK_EVERY)
         sack_later(qp);
     return true;

@@ -262,6 +262,7 @@ void sr_sack_sb_resent(struct sr_sack_sb *sb, uint32_t psn, uint64_t lost_at_ns)
 {
     sb->rs_psn[sb->rs_at] = psn & SR_PSN_MASK;
     sb->rs_lost_at[sb->rs_at] = lost_at_ns;
+    sb->rs_seen_at[sb->rs_at] = 0;
     sb->rs_at = (sb->rs_at + 1) % SR_SACK_RS_RING;
     if (sb->rs_cnt < SR_SACK_RS_RING)
         sb->rs_cnt++;
@@ -281,8 +282,19 @@ void sr_sack_sb_resent_again(struct sr_sack_sb *sb, uint32_t psn)
         uint32_t last = (sb->rs_at + SR_SACK_RS_RING - sb->rs_cnt) % SR_SACK_RS_RING;
         sb->rs_psn[i] = sb->rs_psn[last];
         sb->rs_lost_at[i] = sb->rs_lost_at[last];
+        sb->rs_seen_at[i] = sb->rs_seen_at[last];
         sb->rs_cnt--;
         return;
+    }
+}
+
+void sr_sack_sb_seen(struct sr_sack_sb *sb, uint64_t now_ns)
+{
+    for (uint32_t k = 0; k < sb->rs_cnt; k++) {
+        uint32_t i = (sb->rs_at + SR_SACK_RS_RING - 1 - k) % SR_SACK_RS_RING;
+        if (!sb->rs_seen_at[i] &&
+            (sr_psn_lt(sb->rs_psn[i], sb->lo) || sr_sack_sb_has(sb, sb->rs_psn[i])))
+            sb->rs_seen_at[i] = now_ns | 1; /* 0 means not yet */
     }
 }
 
@@ -333,19 +345,27 @@ bool sr_sack_sb_dsack(struct sr_sack_sb *sb, uint32_t psn, uint64_t now_ns, uint
         uint32_t i = (sb->rs_at + SR_SACK_RS_RING - 1 - k) % SR_SACK_RS_RING;
         if (sb->rs_psn[i] != psn)
             continue;
-        /* The original reached the responder before this resend did, so
-         * its SACK would have come by now: it was at most now - lost_at
-         * late, which the window covers from now on. Overestimated by the
-         * resend's round trip, the window is still no later than needed
-         * by more than one round trip, and a lateness beyond the window
-         * it had raises it again at the next spurious resend. */
+        /* One copy arrived twice. When the original came first, the
+         * answer that first showed the PSN delivered dates it (seen), and
+         * this D-SACK, the resend's, comes a round trip after the resend:
+         * now - lost_at would count the window already waited and that
+         * round trip as lateness, and every spurious resend would then
+         * raise the window by the round trip it measured (with the
+         * sender's queue in it, to 6.5 ms against the injector's 200 us
+         * holds; the timer's sixteenth then held every repair for 4.2
+         * ms). When the resend came first, its answer is the first to
+         * show the PSN, and the original was later still: the lateness
+         * is then underestimated, by at most what the window lacked, and
+         * the next spurious resend raises it again. */
         uint64_t lost_at = sb->rs_lost_at[i];
-        if (lost_at && now_ns > lost_at && now_ns - lost_at > sb->reo_late_ns)
-            sb->reo_late_ns = now_ns - lost_at;
+        uint64_t at = sb->rs_seen_at[i] ? sb->rs_seen_at[i] : now_ns;
+        if (lost_at && at > lost_at && at - lost_at > sb->reo_late_ns)
+            sb->reo_late_ns = at - lost_at;
         /* forget it: a second D-SACK of the same PSN is the network's copy */
         uint32_t last = (sb->rs_at + SR_SACK_RS_RING - sb->rs_cnt) % SR_SACK_RS_RING;
         sb->rs_psn[i] = sb->rs_psn[last];
         sb->rs_lost_at[i] = sb->rs_lost_at[last];
+        sb->rs_seen_at[i] = sb->rs_seen_at[last];
         sb->rs_cnt--;
         /* reo_persist is 0 before the first growth, and again once the
          * window fell back */
@@ -362,7 +382,11 @@ bool sr_sack_sb_dsack(struct sr_sack_sb *sb, uint32_t psn, uint64_t now_ns, uint
 
 uint64_t sr_sack_sb_reo_wnd(const struct sr_sack_sb *sb, uint64_t srtt_ns)
 {
-    return SR_MAX(SR_MIN(sb->reo_mult * (srtt_ns / 4), srtt_ns), sb->reo_late_ns);
+    /* the lateness learnt, with a quarter SRTT to spare: it dates the
+     * answer that showed the original, and the next late one may come a
+     * little later still */
+    uint64_t late = sb->reo_late_ns ? sb->reo_late_ns + srtt_ns / 4 : 0;
+    return SR_MAX(SR_MIN(sb->reo_mult * (srtt_ns / 4), srtt_ns), late);
 }
 
 /* ---- on a QP ---- */
@@ -444,6 +468,7 @@ void sr_sack_rx(struct sr_qp *qp, const struct sr_pkt *pkt, struct sr_comp_next 
         sr_sack_sb_mark(sb, pkt->sack.base_psn, pkt->payload, len * 8, qp->req.max_sent, &ignored);
     if (ignored)
         e->stats.sack_bad++;
+    sr_sack_sb_seen(sb, e->now_ns); /* before this SACK's own D-SACK */
     if (added && qp->comp.rtt_timing && sr_sack_sb_has(sb, qp->comp.rtt_psn)) {
         /* The timed packet arrived behind a hole and this SACK is its
          * answer; its cumulative ACK waits for the hole's repair, which a
@@ -620,6 +645,15 @@ void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
         sr_comp_probe_arm(qp, now_ns);
     if (sb->ep_n)
         wait_lost(qp, sb->ep_at[0] + reo_wnd(qp));
+}
+
+void sr_sack_acked(struct sr_qp *qp, uint64_t now_ns)
+{
+    struct sr_sack_sb *sb = qp->comp.sb;
+    if (sb && sb->rs_cnt) {
+        sr_sack_sb_ack(sb, qp->comp.psn);
+        sr_sack_sb_seen(sb, now_ns);
+    }
 }
 
 bool sr_sack_lost_pending(struct sr_qp *qp)

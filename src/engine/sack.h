@@ -65,6 +65,8 @@ struct sr_sack_sb {
     uint64_t reo_late_ns;                 /* the longest lateness a D-SACK showed */
     uint32_t rs_psn[SR_SACK_RS_RING];     /* recent selective resends, a ring, */
     uint64_t rs_lost_at[SR_SACK_RS_RING]; /* and when each was counted lost (0: unknown) */
+    uint64_t
+        rs_seen_at[SR_SACK_RS_RING]; /* when the board first showed it delivered (0: not yet) */
     uint32_t rs_at, rs_cnt;
     /* selective resends not yet shown delivered, oldest first: each one's
      * PSN, the send pointer when it left (every PSN from there on was sent
@@ -115,6 +117,11 @@ void sr_sack_sb_resent(struct sr_sack_sb *sb, uint32_t psn, uint64_t lost_at_ns)
  * original (RFC 3708 2: only a single retransmission's duplicate shows it
  * spurious). */
 void sr_sack_sb_resent_again(struct sr_sack_sb *sb, uint32_t psn);
+/* Stamps now_ns on the remembered resends the board shows delivered
+ * (acknowledged or marked) for the first time: a D-SACK of one then
+ * dates the original's arrival by the first answer that showed the PSN,
+ * not by the duplicate's, which came a round trip after the resend. */
+void sr_sack_sb_seen(struct sr_sack_sb *sb, uint64_t now_ns);
 /* psn was resent at now_ns with the send pointer at after: followed
  * until the board shows it delivered (the oldest is forgotten when full). */
 void sr_sack_sb_track(struct sr_sack_sb *sb, uint32_t psn, uint32_t after, uint64_t now_ns);
@@ -155,6 +162,9 @@ bool sr_sack_probe_holes(struct sr_qp *qp);
 bool sr_sack_timeout_holes(struct sr_qp *qp);
 /* A hole counted lost waits out its reordering window (sr_sack_resend):
  * the probe timer fired for it. */
+/* A cumulative ACK (or a response) moved comp.psn: the resends it covers
+ * are dated delivered (sr_sack_sb_seen). */
+void sr_sack_acked(struct sr_qp *qp, uint64_t now_ns);
 bool sr_sack_lost_pending(struct sr_qp *qp);
 /* When the hole counted lost ends its reordering window; 0: none waits. */
 uint64_t sr_sack_lost_deadline(const struct sr_qp *qp);

@@ -184,6 +184,41 @@ static void test_resent_again(void)
     free(sb);
 }
 
+/* A D-SACK dates the original by the first answer that showed the PSN
+ * delivered (sr_sack_sb_seen), not by its own arrival a round trip after
+ * the resend: that counted the window waited and the resend's round trip
+ * as lateness, and each spurious resend raised the window again. */
+static void test_lateness_seen(void)
+{
+    sr_test_ctx = "lateness from the first answer";
+    const uint64_t SRTT = 1000000;
+    struct sr_sack_sb *sb = sr_sack_sb_new(64, 10);
+    SR_CHECK(sb != NULL);
+    if (!sb)
+        return;
+    uint8_t bm[8] = {0};
+    uint32_t ign = 0;
+    sr_sack_sb_resent(sb, 20, 1000);
+    sr_sack_sb_seen(sb, 150000); /* not marked yet: nothing stamped */
+    bm[1] = 1 << 1;              /* bit 9: PSN 20 from base 11 */
+    sr_sack_sb_mark(sb, 11, bm, 64, 64, &ign);
+    sr_sack_sb_seen(sb, 201000); /* the original showed 200 us after the loss */
+    SR_CHECK(sr_sack_sb_dsack(sb, 20, 4000000, SRTT));
+    SR_CHECK_EQ(sr_sack_sb_reo_wnd(sb, SRTT), SRTT / 2); /* 200 us + SRTT/4 is below mult 2 */
+    SR_CHECK_EQ(sb->reo_late_ns, 200001);                /* the stamp is odd: 0 means none */
+    /* acknowledged cumulatively first: stamped by the ACK */
+    sr_sack_sb_resent(sb, 30, 2000000);
+    sr_sack_sb_ack(sb, 31);
+    sr_sack_sb_seen(sb, 2300001);
+    SR_CHECK(sr_sack_sb_dsack(sb, 30, 9000000, SRTT));
+    SR_CHECK_EQ(sb->reo_late_ns, 300001);
+    /* never shown before its D-SACK: dated by the D-SACK */
+    sr_sack_sb_resent(sb, 40, 3000000);
+    SR_CHECK(sr_sack_sb_dsack(sb, 40, 3500000, SRTT));
+    SR_CHECK_EQ(sb->reo_late_ns, 500000);
+    free(sb);
+}
+
 /* ---- the word-at-a-time scoreboard against a bit-by-bit reference ----
  * The reference below is the plain reading of sack.h, one PSN at a time;
  * sack.c does the same 64 PSNs at a time. Both run the same random
@@ -481,6 +516,7 @@ int main(void)
     SR_RUN(test_basic);
     SR_RUN(test_reo_window);
     SR_RUN(test_resent_again);
+    SR_RUN(test_lateness_seen);
     SR_RUN(test_range);
     SR_RUN(test_words);
     SR_RUN(test_lost_resends);
