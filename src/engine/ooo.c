@@ -440,10 +440,10 @@ bool sr_ooo_store(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err)
     /* A request that fills a gap is SACKed in this pass too (RFC 5681
      * 4.2: a segment that fills a gap is acknowledged at once): the
      * requester waits on exactly that news, a late original or a resend.
-     * Counted with the others, a late original whose requester had
-     * filled its window (nothing new to come, so nothing more to count)
-     * went unreported until its resend's D-SACK, and every spurious
-     * resend then dated the original by the resend's answer. */
+     * A requester whose window is full sends nothing new after it, so
+     * counted with the others it would go unreported until its resend's
+     * D-SACK, which would also date the original (sack.c) by the
+     * resend's answer. */
     if (hole || fill || pkt->bth.ack_req || o->fresh == SR_SACK_DUPTHRESH ||
         o->since_sack >= SR_OOO_SACK_EVERY)
         sack_later(qp);

@@ -272,6 +272,23 @@ void sr_sack_sb_resent(struct sr_sack_sb *sb, uint32_t psn, uint64_t lost_at_ns)
     }
 }
 
+/* The remembered resend at ring index i is forgotten: the oldest takes
+ * its place. */
+static void rs_forget(struct sr_sack_sb *sb, uint32_t i)
+{
+    uint32_t last = (sb->rs_at + SR_SACK_RS_RING - sb->rs_cnt) % SR_SACK_RS_RING;
+    sb->rs_psn[i] = sb->rs_psn[last];
+    sb->rs_lost_at[i] = sb->rs_lost_at[last];
+    sb->rs_seen_at[i] = sb->rs_seen_at[last];
+    sb->rs_cnt--;
+}
+
+/* Acknowledged cumulatively or marked. */
+static bool sb_delivered(const struct sr_sack_sb *sb, uint32_t psn)
+{
+    return sr_psn_lt(psn, sb->lo) || sr_sack_sb_has(sb, psn);
+}
+
 void sr_sack_sb_resent_again(struct sr_sack_sb *sb, uint32_t psn)
 {
     psn &= SR_PSN_MASK;
@@ -279,11 +296,7 @@ void sr_sack_sb_resent_again(struct sr_sack_sb *sb, uint32_t psn)
         uint32_t i = (sb->rs_at + SR_SACK_RS_RING - 1 - k) % SR_SACK_RS_RING;
         if (sb->rs_psn[i] != psn)
             continue;
-        uint32_t last = (sb->rs_at + SR_SACK_RS_RING - sb->rs_cnt) % SR_SACK_RS_RING;
-        sb->rs_psn[i] = sb->rs_psn[last];
-        sb->rs_lost_at[i] = sb->rs_lost_at[last];
-        sb->rs_seen_at[i] = sb->rs_seen_at[last];
-        sb->rs_cnt--;
+        rs_forget(sb, i);
         return;
     }
 }
@@ -292,8 +305,7 @@ void sr_sack_sb_seen(struct sr_sack_sb *sb, uint64_t now_ns)
 {
     for (uint32_t k = 0; k < sb->rs_cnt; k++) {
         uint32_t i = (sb->rs_at + SR_SACK_RS_RING - 1 - k) % SR_SACK_RS_RING;
-        if (!sb->rs_seen_at[i] &&
-            (sr_psn_lt(sb->rs_psn[i], sb->lo) || sr_sack_sb_has(sb, sb->rs_psn[i])))
+        if (!sb->rs_seen_at[i] && sb_delivered(sb, sb->rs_psn[i]))
             sb->rs_seen_at[i] = now_ns | 1; /* 0 means not yet */
     }
 }
@@ -316,12 +328,12 @@ uint32_t sr_sack_sb_lost_resends(struct sr_sack_sb *sb, uint64_t now_ns, uint64_
      * before it was overtaken. */
     uint32_t overtaken = 0, n = 0, kept = 0;
     for (uint32_t k = 0; k < sb->lr_n; k++)
-        if (sr_psn_lt(sb->lr[k].psn, sb->lo) || sr_sack_sb_has(sb, sb->lr[k].psn))
+        if (sb_delivered(sb, sb->lr[k].psn))
             overtaken = k + 1;
     *next_at = 0;
     for (uint32_t k = 0; k < sb->lr_n; k++) {
         struct sr_sack_lr r = sb->lr[k];
-        if (sr_psn_lt(r.psn, sb->lo) || sr_sack_sb_has(sb, r.psn))
+        if (sb_delivered(sb, r.psn))
             continue; /* delivered: forgotten */
         /* kept once learnt: the later one shown delivered is forgotten */
         r.passed = r.passed || k < overtaken || sr_psn_lt(r.after, sb->hi);
@@ -346,27 +358,20 @@ bool sr_sack_sb_dsack(struct sr_sack_sb *sb, uint32_t psn, uint64_t now_ns, uint
         if (sb->rs_psn[i] != psn)
             continue;
         /* One copy arrived twice. When the original came first, the
-         * answer that first showed the PSN delivered dates it (seen), and
-         * this D-SACK, the resend's, comes a round trip after the resend:
-         * now - lost_at would count the window already waited and that
-         * round trip as lateness, and every spurious resend would then
-         * raise the window by the round trip it measured (with the
-         * sender's queue in it, to 6.5 ms against the injector's 200 us
-         * holds; the timer's sixteenth then held every repair for 4.2
-         * ms). When the resend came first, its answer is the first to
-         * show the PSN, and the original was later still: the lateness
-         * is then underestimated, by at most what the window lacked, and
-         * the next spurious resend raises it again. */
+         * first answer that showed the PSN delivered (seen) dates it; this
+         * D-SACK, the resend's, comes a round trip after the resend, and
+         * dating by it would count the window already waited and that
+         * round trip (the sender's queue in it) as lateness, raising the
+         * window at every spurious resend. When the resend came first,
+         * its answer is the first to show the PSN and the original was
+         * later still: the lateness is underestimated by at most what the
+         * window lacked, and the next spurious resend raises it again. */
         uint64_t lost_at = sb->rs_lost_at[i];
         uint64_t at = sb->rs_seen_at[i] ? sb->rs_seen_at[i] : now_ns;
         if (lost_at && at > lost_at && at - lost_at > sb->reo_late_ns)
             sb->reo_late_ns = at - lost_at;
         /* forget it: a second D-SACK of the same PSN is the network's copy */
-        uint32_t last = (sb->rs_at + SR_SACK_RS_RING - sb->rs_cnt) % SR_SACK_RS_RING;
-        sb->rs_psn[i] = sb->rs_psn[last];
-        sb->rs_lost_at[i] = sb->rs_lost_at[last];
-        sb->rs_seen_at[i] = sb->rs_seen_at[last];
-        sb->rs_cnt--;
+        rs_forget(sb, i);
         /* reo_persist is 0 before the first growth, and again once the
          * window fell back */
         if (!sb->reo_persist || now_ns - sb->reo_grown_at >= srtt_ns) {

@@ -65,8 +65,7 @@ struct sr_sack_sb {
     uint64_t reo_late_ns;                 /* the longest lateness a D-SACK showed */
     uint32_t rs_psn[SR_SACK_RS_RING];     /* recent selective resends, a ring, */
     uint64_t rs_lost_at[SR_SACK_RS_RING]; /* and when each was counted lost (0: unknown) */
-    uint64_t
-        rs_seen_at[SR_SACK_RS_RING]; /* when the board first showed it delivered (0: not yet) */
+    uint64_t rs_seen_at[SR_SACK_RS_RING]; /* when it first showed delivered (0: not yet) */
     uint32_t rs_at, rs_cnt;
     /* selective resends not yet shown delivered, oldest first: each one's
      * PSN, the send pointer when it left (every PSN from there on was sent
@@ -160,11 +159,11 @@ bool sr_sack_probe_holes(struct sr_qp *qp);
  * alone go again, the marks kept, for the first expiry since the last
  * cumulative progress; false for go-back-N (the marks are discarded). */
 bool sr_sack_timeout_holes(struct sr_qp *qp);
-/* A hole counted lost waits out its reordering window (sr_sack_resend):
- * the probe timer fired for it. */
 /* A cumulative ACK (or a response) moved comp.psn: the resends it covers
  * are dated delivered (sr_sack_sb_seen). */
 void sr_sack_acked(struct sr_qp *qp, uint64_t now_ns);
+/* A hole counted lost waits out its reordering window (sr_sack_resend):
+ * the probe timer fired for it. */
 bool sr_sack_lost_pending(struct sr_qp *qp);
 /* When the hole counted lost ends its reordering window; 0: none waits. */
 uint64_t sr_sack_lost_deadline(const struct sr_qp *qp);
