@@ -462,6 +462,8 @@ struct sr_comp_next sr_comp_rx(struct sr_qp *qp, const struct sr_pkt *pkt, uint6
     uint32_t psn = pkt->bth.psn;
     int32_t ahead = sr_psn_diff(psn, qp->comp.psn);
     qp->comp.peer_sack = pkt->bth.resv7 & SR_BTH_RESV7_SACK;
+    if (!qp->comp.peer_sack)
+        qp->comp.peer_rph = false; /* it no longer SACKs: no more RPETHs */
     if (pkt->bth.opcode == SR_OP_SACK) {
         /* docs/WIRE.md: taken only by a requester that advertised it, and
          * marked as every response of a responder that SACKs is; its

@@ -29,7 +29,7 @@ bool sr_dsack_send(struct sr_qp *qp, uint32_t psn)
     p.bth.psn = sr_psn_add(qp->resp.epsn, SR_PSN_MASK); /* cumulative, as an ACK's */
     p.aeth.syndrome = SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT;
     p.aeth.msn = qp->resp.msn & SR_PSN_MASK;
-    p.sack.flags = SR_SACK_F_DSACK;
+    p.sack.flags = SR_SACK_F_DSACK | SR_SACK_F_RPH;
     p.sack.base_psn = sr_psn_add(qp->resp.epsn, 1); /* as any softrdma SACK's */
     p.sack.dsack_psn = psn & SR_PSN_MASK;
     p.payload_len = sizeof(empty);

@@ -143,6 +143,7 @@ struct sr_swqe {
     bool write_only;    /* an RDMA WRITE sent as WRITE ONLY packets */
     uint16_t ack_every; /* ACK requested every that many packets, and on the last */
     bool bulk;          /* sent by reference, as one packet (bulk.c) */
+    uint32_t rq_msg;    /* a SEND's RPETH message number (req.rq_msgs at post) */
 };
 
 /* Responder replay state for READ and atomic requests (IBA 9.7.5.1.4:
@@ -196,6 +197,9 @@ struct sr_qp {
          * window alone. One hole then costs a few packets per round, not
          * the whole window. */
         uint32_t rec_wnd;
+        /* Messages posted that take a receive WQE at the responder (SENDs
+         * and RDMA WRITEs with immediate): the next one's RPETH number */
+        uint32_t rq_msgs;
     } req;
 
     struct {
@@ -224,6 +228,7 @@ struct sr_qp {
         uint8_t probes;
         struct sr_sack_sb *sb; /* SACKed PSNs in flight (sack.c); NULL: none yet */
         bool peer_sack;        /* the last response carried SR_BTH_RESV7_SACK */
+        bool peer_rph;         /* a SACK said SR_SACK_F_RPH: RC SENDs carry an RPETH */
         bool ece;              /* the response being processed carries the ECN echo (ecn.c) */
         uint64_t peer_hold_ns; /* and the responder's hold of it (ecn.c); 0: none reported */
         /* READ responses placed out of order (readsel.c); NULL: none yet */
@@ -253,6 +258,7 @@ struct sr_qp {
         struct sr_ooo *ooo; /* requests kept past a hole (ooo.c); NULL: none */
         bool ce_pending;    /* a CE-marked request since the last response (ecn.c) */
         bool placed_run;    /* the request running was placed out of order (place.c) */
+        uint32_t rq_msgs;   /* receive WQEs taken: the next message's RPETH number */
     } resp;
 
     struct sr_qp_cong cong; /* congestion control (congestion.h) */

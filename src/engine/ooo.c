@@ -35,10 +35,10 @@
 struct sr_ooo_slot {
     struct sr_ooo_slot *next_free; /* in the pool's free list */
     struct sr_pkt pkt;
-    uint32_t span; /* PSNs it takes: a READ request takes its responses' */
-    uint8_t cls;   /* its size class in the pool */
-    bool placed;   /* its payload is in memory already, at dst (place.c) */
-    uint8_t *dst;
+    uint32_t span;  /* PSNs it takes: a READ request takes its responses' */
+    uint8_t cls;    /* its size class in the pool */
+    bool placed;    /* its payload is in memory already (place.c) */
+    uint8_t *dst;   /* where, for a WRITE piece; NULL for a SEND's (scattered) */
     uint8_t data[]; /* the payload, when not placed */
 };
 
@@ -142,7 +142,7 @@ struct sr_ooo {
     uint64_t sack_at;
     uint32_t seen;      /* epsn when the store last looked for stale requests */
     bool draining;      /* sr_ooo_drain is running: no nested drain */
-    uint32_t placed;    /* kept requests placed already (place.c) */
+    uint32_t placed;    /* kept WRITE pieces placed already (place.c) */
     uintptr_t plo, phi; /* host addresses they cover lie in [plo, phi) */
     struct sr_place_first firsts[SR_PLACE_FIRSTS];
     uint64_t *held;             /* win bits by PSN & (win - 1): the PSNs kept requests take */
@@ -183,7 +183,7 @@ static uint32_t ooo_win(const struct sr_engine *e)
 /* A slot leaves the store (drained or freed): its placed range with it. */
 static void slot_gone(struct sr_ooo *o, const struct sr_ooo_slot *s)
 {
-    if (s->placed && !--o->placed)
+    if (s->dst && !--o->placed) /* o->placed counts WRITE pieces */
         o->plo = o->phi = 0;
 }
 
@@ -260,6 +260,7 @@ void sr_ooo_send_sack(struct sr_qp *qp)
     p.aeth.syndrome = SR_AETH_ACK | SR_AETH_NO_CREDIT_LIMIT;
     p.aeth.msn = qp->resp.msn & SR_PSN_MASK;
     p.sack.base_psn = base;
+    p.sack.flags = SR_SACK_F_RPH; /* SENDs with an RPETH are placed (place.c) */
     p.payload_len = words * 8;
     struct sr_iov iov = {.base = bm, .len = p.payload_len};
     e->stats.sacks_sent++;
@@ -377,16 +378,22 @@ bool sr_ooo_store(struct sr_qp *qp, const struct sr_pkt *pkt, int decode_err)
     }
     slot_free(qp, o, i); /* a stale request left behind by a jump of epsn */
     uint8_t *dst = sr_place_target(qp, pkt, o->firsts);
-    uint8_t cls = slot_class(pkt->payload_len, dst != NULL);
+    /* A SEND is scattered before its slot is taken: if none is left, the
+     * request is dropped and sent again, and in order it writes the same
+     * bytes to the same place. */
+    bool sent = !dst && sr_place_send(qp, pkt);
+    uint8_t cls = slot_class(pkt->payload_len, dst || sent);
     if (pkt->payload_len > SR_MAX_PMTU || !(s = pool_get(e, cls))) {
         e->stats.ooo_overflow++;
         return false;
     }
     s->pkt = *pkt;
     s->span = span;
-    s->placed = dst != NULL;
+    s->placed = dst || sent;
     s->dst = dst;
-    if (dst) {
+    if (sent) {
+        s->pkt.payload = NULL;
+    } else if (dst) {
         /* written now, except what a request placed at a later PSN holds
          * already; only the headers are kept */
         sr_engine_fence(e);
@@ -507,7 +514,7 @@ void sr_ooo_write(struct sr_qp *qp, uint32_t psn, uint8_t *dst, const uint8_t *s
     for (int32_t k = 1; k < reach && k < (int32_t)o->win && n; k++) {
         uint32_t p = sr_psn_add(psn, (uint32_t)k);
         const struct sr_ooo_slot *s = o->slot[p & (o->win - 1)];
-        if (!s || !s->placed || s->pkt.bth.psn != p)
+        if (!s || !s->dst || s->pkt.bth.psn != p)
             continue;
         uintptr_t x = (uintptr_t)s->dst, y = x + s->pkt.payload_len;
         if (y <= a || x >= b)

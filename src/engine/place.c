@@ -15,18 +15,26 @@
  * carry exactly one PMTU; the decoder refuses others, which are kept and
  * NAKed in order).
  *
+ * A SEND piece from a requester that names its receive WQE and offset
+ * (the RPETH, docs/WIRE.md) is scattered into that WQE at once
+ * (sr_place_send): receive WQEs are taken in order, one per SEND or WRITE
+ * with immediate, so the WQE the RPETH's message number names is the
+ * posted one that many places behind the head of the receive queue, or the
+ * one being filled. Its completion and byte count still come in order, and
+ * in-order processing checks that the RPETH agrees (resp.c check_length).
+ *
  * What is not placed, and why:
  * - a LAST, and an ONLY that asks for an acknowledgement (a softrdma
  *   requester's last piece of a WRITE split into ONLYs, docs/WIRE.md):
  *   the last byte of a WRITE is written after the bytes before it, so an
  *   application that polls it sees the whole message;
- * - SENDs (their receive WQE is taken in order), READ requests and
- *   atomics (executed in order, once: IBA 9.7.5.1.4), XRC (its PD comes
- *   from the XRCETH's SRQ, looked up in order) and same-host references
- *   (ooo.c keeps none).
- * The bytes a placed piece holds are kept by later writes in PSN order
- * only for RDMA WRITEs (sr_ooo_write): a SEND scattered into a receive
- * buffer that a later placed WRITE targets overwrites it (docs/WIRE.md). */
+ * - SENDs without an RPETH, to a shared receive queue (its WQEs are
+ *   taken by whichever QP comes first) or beyond the receives posted (RNR
+ *   in order); READ requests and atomics (executed in order, once: IBA 9.7.5.1.4), XRC (its PD
+ * comes from the XRCETH's SRQ, looked up in order) and same-host references (ooo.c keeps none). The
+ * bytes a placed piece holds are kept by later writes in PSN order only for RDMA WRITEs
+ * (sr_ooo_write): a SEND scattered into a receive buffer that a later placed WRITE targets
+ * overwrites it (docs/WIRE.md). */
 #include "engine_int.h"
 #include "place.h"
 
@@ -115,4 +123,33 @@ uint8_t *sr_place_target(struct sr_qp *qp, const struct sr_pkt *pkt,
             return piece(qp, f->rkey, va, pkt->payload_len);
     }
     return NULL;
+}
+
+bool sr_place_send(struct sr_qp *qp, const struct sr_pkt *pkt)
+{
+    if (!(pkt->hdrs & SR_HDR_BIT(SR_HDR_RPETH)) || !pkt->payload_len || qp->type != SR_QPT_RC ||
+        qp->srq)
+        return false;
+    /* messages between the one in order and this one's: each takes the
+     * next receive WQE */
+    int32_t d = (int32_t)(pkt->rph.msg - qp->resp.rq_msgs);
+    const struct sr_rwqe *w;
+    if (d == -1 && qp->resp.have_rwqe && qp->resp.msg == SR_OPF_SEND)
+        w = (const struct sr_rwqe *)qp->resp.rwqe_buf; /* the SEND being received */
+    else if (d >= 0 && (uint32_t)d < qp->rq.count)
+        w = (const struct sr_rwqe *)(qp->rq.buf +
+                                     (size_t)((qp->rq.head + (uint32_t)d) % qp->rq.max_wr) *
+                                         qp->rq.stride);
+    else
+        return false;
+    /* a piece that would not fit is left to check_length's error, in order */
+    if ((uint64_t)pkt->rph.off + pkt->payload_len > w->total_len)
+        return false;
+    /* the WQE's own keys, as in order (resp.c execute); one that fails
+     * leaves the piece to fail there too */
+    if (!sr_sge_scatter(qp->eng, qp->pd, w->sge, w->num_sge, pkt->rph.off, pkt->payload,
+                        pkt->payload_len))
+        return false;
+    qp->eng->stats.ooo_send_placed++;
+    return true;
 }

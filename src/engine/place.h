@@ -33,6 +33,12 @@ struct sr_place_first {
 uint8_t *sr_place_target(struct sr_qp *qp, const struct sr_pkt *pkt,
                          struct sr_place_first firsts[SR_PLACE_FIRSTS]);
 
+/* Scatters pkt (a SEND past the expected PSN with an RPETH) into the
+ * receive WQE and offset its RPETH names, and returns true; false when it
+ * is not placed (no RPETH, a shared receive queue, that WQE not posted,
+ * the piece beyond it, a key that fails): kept as a copy and handled in
+ * order. */
+bool sr_place_send(struct sr_qp *qp, const struct sr_pkt *pkt);
 /* Write len bytes of a request at psn to dst, leaving alone the bytes that
  * a request placed already at a later PSN covers (ooo.c): the later
  * request wins, as in PSN order. */

@@ -826,6 +826,10 @@ int sr_qp_post_send(struct sr_qp *qp, const struct sr_send_wr *wr, uint64_t now_
         return 0;
     }
     w->first_psn = qp->req.next_psn;
+    w->rq_msg = qp->req.rq_msgs;
+    if (wr->opcode == SR_WR_SEND || wr->opcode == SR_WR_SEND_WITH_IMM ||
+        wr->opcode == SR_WR_SEND_WITH_INV || wr->opcode == SR_WR_RDMA_WRITE_WITH_IMM)
+        qp->req.rq_msgs++; /* each takes a receive WQE at the responder, in order */
     w->npkts = sr_swqe_npkts(qp, &w->wr, w->total_len);
     sr_bulk_shape(qp, w);
     qp->req.next_psn = sr_psn_add(qp->req.next_psn, w->npkts);

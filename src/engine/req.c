@@ -174,6 +174,13 @@ static uint32_t send_one(struct sr_qp *qp, struct sr_swqe *w, uint32_t window, u
         }
         p.bth.opcode = tbase | seg_opcode(SR_OP_SEND_FIRST, SR_OP_SEND_MIDDLE, l, o, idx, w->npkts);
         len = SR_MIN(pmtu, w->total_len - off);
+        if (qp->type == SR_QPT_RC && qp->comp.peer_rph && qp->eng->cfg.sack && !w->bulk) {
+            /* where the responder may place it before the packets ahead
+             * of it arrive (docs/WIRE.md, the RPETH) */
+            p.bth.resv7 |= SR_BTH_RESV7_RPH;
+            p.rph.msg = w->rq_msg;
+            p.rph.off = off;
+        }
         if (qp->type == SR_QPT_UD) {
             /* IBA 10.2.4: a Q_Key with the high bit set means "use the QP's". */
             p.deth.qkey = (wr->ah.qkey & 0x80000000u) ? qp->attr.qkey : wr->ah.qkey;

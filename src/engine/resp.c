@@ -231,6 +231,7 @@ static bool take_rwqe(struct resp_ctx *c)
         return false;
     memcpy(qp->resp.rwqe_buf, w, sizeof(*w) + w->num_sge * sizeof(struct sr_sge));
     sr_rq_pop(rq);
+    qp->resp.rq_msgs++; /* the RPETH numbering (place.c) */
     qp->resp.have_rwqe = true;
     /* an XRC SRQ completes on its own CQ (XRC targets have none) */
     qp->resp.rwqe_cq = srq && srq->cq ? srq->cq : qp->recv_cq;
@@ -381,6 +382,15 @@ static enum resp_state check_length(struct resp_ctx *c)
             c->rwqe_status = SR_WC_LOC_LEN_ERR;
             return RS_ERR_INV_REQ;
         }
+        /* An RPETH names where the payload goes, and a piece kept out of
+         * order was placed there (place.c): one that disagrees with the
+         * message and offset in order is a malformed request (IBA
+         * 9.7.5.2.2), never data skipped or put in the wrong buffer. */
+        if ((pkt->hdrs & SR_HDR_BIT(SR_HDR_RPETH)) &&
+            (pkt->rph.msg != qp->resp.rq_msgs - 1 || pkt->rph.off != qp->resp.recv_off)) {
+            qp->eng->stats.rph_bad++;
+            return RS_ERR_INV_REQ;
+        }
     } else if (op_is(c, SR_OPF_WRITE)) {
         if (op_is(c, SR_OPF_FIRST | SR_OPF_ONLY)) {
             uint32_t dma = pkt->reth.dma_len;
@@ -498,10 +508,15 @@ static enum resp_state execute(struct resp_ctx *c)
         if (qp->type == SR_QPT_UD)
             off += SR_GRH_LEN;
         bool prot = true;
-        if (sr_unlikely(qp->eng->bulk.rx) ? !sr_bulk_pull_sge(qp->eng, c->pd, w->sge, w->num_sge,
+        /* a piece placed when it arrived out of order (sr_place_send) is
+         * in the buffer already */
+        bool copied =
+            qp->resp.placed_run ||
+            (sr_unlikely(qp->eng->bulk.rx) ? sr_bulk_pull_sge(qp->eng, c->pd, w->sge, w->num_sge,
                                                               off, pkt->payload_len, &prot)
-                                          : !sr_sge_scatter(qp->eng, c->pd, w->sge, w->num_sge, off,
-                                                            pkt->payload, pkt->payload_len)) {
+                                           : sr_sge_scatter(qp->eng, c->pd, w->sge, w->num_sge, off,
+                                                            pkt->payload, pkt->payload_len));
+        if (!copied) {
             /* a copy that failed: not placed (IBA 9.7.5.2.4) */
             c->rwqe_status = prot ? SR_WC_LOC_PROT_ERR : SR_WC_GENERAL_ERR;
             return RS_ERR_OP;

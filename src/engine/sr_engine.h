@@ -460,8 +460,10 @@ struct sr_engine_stats {
     uint64_t ooo_drained;       /* ... and executed once the hole before them filled */
     uint64_t ooo_dup;           /* copies of requests already kept */
     uint64_t ooo_overflow;      /* not kept (window or memory full): sequence NAK as standard */
-    uint64_t ooo_placed;     /* out-of-order WRITE pieces written at once, kept as headers only */
-    uint64_t ooo_peak_bytes; /* the most the device's stores held at once (payload and slots) */
+    uint64_t ooo_placed;      /* out-of-order WRITE pieces written at once, kept as headers only */
+    uint64_t ooo_send_placed; /* out-of-order SEND pieces scattered at once by their RPETH */
+    uint64_t rph_bad;         /* SENDs whose RPETH disagreed with the order: NAKed */
+    uint64_t ooo_peak_bytes;  /* the most the device's stores held at once (payload and slots) */
     /* slots the device's out-of-order pool took from the allocator (ooo.c) */
     uint64_t ooo_slot_allocs;
     /* the ECN echo between SACK peers (docs/WIRE.md): responses sent with

@@ -350,12 +350,13 @@ static void print_stats(struct sv_device *dev)
             "softrdma: stats-sack sack=%d sacks_sent=%llu sacks_rcvd=%llu sack_bad=%llu "
             "sack_resends=%llu sack_lost_resends=%llu ooo_stored=%llu ooo_drained=%llu "
             "ooo_dup=%llu ooo_overflow=%llu "
-            "ooo_placed=%llu\n",
+            "ooo_placed=%llu ooo_send_placed=%llu rph_bad=%llu\n",
             !dev->cfg.no_sack, (unsigned long long)e.sacks_sent, (unsigned long long)e.sacks_rcvd,
             (unsigned long long)e.sack_bad, (unsigned long long)e.sack_resends,
             (unsigned long long)e.sack_lost_resends, (unsigned long long)e.ooo_stored,
             (unsigned long long)e.ooo_drained, (unsigned long long)e.ooo_dup,
-            (unsigned long long)e.ooo_overflow, (unsigned long long)e.ooo_placed);
+            (unsigned long long)e.ooo_overflow, (unsigned long long)e.ooo_placed,
+            (unsigned long long)e.ooo_send_placed, (unsigned long long)e.rph_bad);
     /* the ECN echo between SACK peers (docs/WIRE.md) */
     fprintf(stderr,
             "softrdma: stats-ecn ece_sent=%llu ece_rcvd=%llu holds_sent=%llu holds_rcvd=%llu\n",

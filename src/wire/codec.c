@@ -116,10 +116,19 @@ int sr_wire_decode(const uint8_t *buf, size_t len, uint32_t pmtu, struct sr_pkt 
         pkt->imm = sr_get_be32(buf + info->off[SR_HDR_IMMDT]);
     if (info->hdrs & SR_HDR_BIT(SR_HDR_IETH))
         pkt->ieth_rkey = sr_get_be32(buf + info->off[SR_HDR_IETH]);
+    size_t hl = info->hdr_len;
+    if (sr_wire_has_rph(pkt->bth.opcode, pkt->bth.resv7)) {
+        if (len < hl + SR_RPETH_LEN + SR_ICRC_LEN)
+            return SR_ERR_WIRE_SHORT;
+        pkt->hdrs |= SR_HDR_BIT(SR_HDR_RPETH);
+        pkt->rph.msg = sr_get_be32(buf + hl);
+        pkt->rph.off = sr_get_be32(buf + hl + 4);
+        hl += SR_RPETH_LEN;
+    }
 
     /* Payload and pad: the padded payload is a multiple of 4 bytes and the
      * pad is taken from its end (IBA 9.2.1 PadCnt). */
-    size_t wire_len = len - info->hdr_len - SR_ICRC_LEN;
+    size_t wire_len = len - hl - SR_ICRC_LEN;
     if (!(info->flags & SR_OPF_PAYLOAD)) {
         if (wire_len != 0)
             return SR_ERR_WIRE_PAYLOAD;
@@ -132,7 +141,7 @@ int sr_wire_decode(const uint8_t *buf, size_t len, uint32_t pmtu, struct sr_pkt 
          * of 4: a pad there is malformed whatever the PMTU. */
         if ((info->flags & (SR_OPF_FIRST | SR_OPF_MIDDLE)) && pkt->bth.pad_cnt != 0)
             return SR_ERR_WIRE_PAD;
-        pkt->payload = buf + info->hdr_len;
+        pkt->payload = buf + hl;
         pkt->payload_len = (uint32_t)(wire_len - pkt->bth.pad_cnt);
     }
 
@@ -148,7 +157,7 @@ int sr_wire_decode(const uint8_t *buf, size_t len, uint32_t pmtu, struct sr_pkt 
         if ((info->flags & (SR_OPF_FIRST | SR_OPF_MIDDLE)) && pkt->payload_len != pmtu)
             return SR_ERR_WIRE_SEGMENT;
     }
-    return info->hdr_len;
+    return (int)hl;
 }
 
 /* Three 32-bit words (a byte at a time, the compiler merges them). */
@@ -169,7 +178,11 @@ int sr_wire_encode_hdr(const struct sr_pkt *pkt, uint8_t *buf, size_t cap)
     const struct sr_opcode_info *info = sr_opcode_info(pkt->bth.opcode);
     if (!info)
         return SR_ERR_WIRE_OPCODE;
-    if (cap < info->hdr_len)
+    size_t hl = info->hdr_len;
+    bool rph = sr_wire_has_rph(pkt->bth.opcode, pkt->bth.resv7);
+    if (rph)
+        hl += SR_RPETH_LEN;
+    if (cap < hl)
         return SR_ERR_NOSPACE;
     if (pkt->bth.dest_qp > SR_PSN_MASK || pkt->bth.psn > SR_PSN_MASK ||
         pkt->aeth.msn > SR_PSN_MASK || pkt->deth.src_qp > SR_PSN_MASK || pkt->bth.tver > 0x0f ||
@@ -184,7 +197,7 @@ int sr_wire_encode_hdr(const struct sr_pkt *pkt, uint8_t *buf, size_t cap)
     if (cap >= SR_MAX_HDR_LEN)
         memset(buf, 0, SR_MAX_HDR_LEN);
     else
-        memset(buf, 0, info->hdr_len);
+        memset(buf, 0, hl);
     encode_bth(pkt, buf);
     uint8_t *p;
     if (info->hdrs & SR_HDR_BIT(SR_HDR_XRCETH))
@@ -226,7 +239,11 @@ int sr_wire_encode_hdr(const struct sr_pkt *pkt, uint8_t *buf, size_t cap)
         sr_put_be32(buf + info->off[SR_HDR_IMMDT], pkt->imm);
     if (info->hdrs & SR_HDR_BIT(SR_HDR_IETH))
         sr_put_be32(buf + info->off[SR_HDR_IETH], pkt->ieth_rkey);
-    return info->hdr_len;
+    if (rph) {
+        sr_put_be32(buf + info->hdr_len, pkt->rph.msg);
+        sr_put_be32(buf + info->hdr_len + 4, pkt->rph.off);
+    }
+    return (int)hl;
 }
 
 size_t sr_wire_pkt_len(uint8_t opcode, uint32_t payload_len)
@@ -242,6 +259,8 @@ int sr_wire_encode(const struct sr_pkt *pkt, uint8_t *buf, size_t cap)
     size_t total = sr_wire_pkt_len(pkt->bth.opcode, pkt->payload_len);
     if (!total)
         return SR_ERR_WIRE_OPCODE;
+    if (sr_wire_has_rph(pkt->bth.opcode, pkt->bth.resv7))
+        total += SR_RPETH_LEN;
     if (total > cap)
         return SR_ERR_NOSPACE;
     if (pkt->payload_len && !pkt->payload)

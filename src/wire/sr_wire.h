@@ -32,6 +32,7 @@ enum {
     SR_DETH_LEN = 8,
     SR_XRCETH_LEN = 4,
     SR_SACKETH_LEN = 8,
+    SR_RPETH_LEN = 8,    /* softrdma's receive placement header (docs/WIRE.md) */
     SR_CNP_PAD_LEN = 16, /* RoCEv2 CNP: 16 reserved bytes after the BTH */
     SR_ICRC_LEN = 4,
     SR_GRH_LEN = 40,
@@ -95,6 +96,14 @@ enum sr_opcode {
 /* SACKETH flags: D-SACK (RFC 2883), a request arrived again that the
  * responder had already received; its PSN is in SACKETH bytes 2..4. */
 #define SR_SACK_F_DSACK 0x02
+/* SACKETH flags: this responder places SENDs that carry an RPETH
+ * (docs/WIRE.md); the requester adds one to its RC SENDs from then on. */
+#define SR_SACK_F_RPH 0x04
+/* Bit 5 of Resv7 on an RC SEND request, from a requester that sets
+ * SR_BTH_RESV7_SACK and was told SR_SACK_F_RPH: an RPETH follows the
+ * opcode's headers (docs/WIRE.md). Covered by the ICRC like the rest of
+ * Resv7; on responses the same bit is the ECN echo. */
+#define SR_BTH_RESV7_RPH 0x20
 
 #define SR_OPCODE_TRANSPORT(op) ((op)&0xe0)
 #define SR_OPCODE_OP(op)        ((op)&0x1f)
@@ -112,6 +121,7 @@ enum sr_hdr_idx {
     SR_HDR_CNP_PAD,
     SR_HDR_XRCETH,
     SR_HDR_SACKETH, /* SR_OP_SACK only: flags and the bitmap's base PSN */
+    SR_HDR_RPETH,   /* an RC SEND with SR_BTH_RESV7_RPH (no opcode's own) */
     SR_HDR_NUM,
 };
 #define SR_HDR_BIT(idx) (1u << (idx))
@@ -222,6 +232,10 @@ struct sr_pkt {
         uint32_t base_psn;  /* PSN of the payload bitmap's first bit (24 bits) */
         uint32_t dsack_psn; /* SR_SACK_F_DSACK: the PSN that arrived again (24 bits) */
     } sack;                 /* SACKETH; the bitmap is the payload */
+    struct {
+        uint32_t msg; /* the receive WQE: messages before it that took one */
+        uint32_t off; /* the payload's byte offset in its message */
+    } rph;            /* RPETH, with SR_BTH_RESV7_RPH on an RC SEND */
     struct sr_deth deth;
     const uint8_t *payload; /* decode: points into the buffer; encode: source */
     uint32_t payload_len;   /* payload bytes, pad excluded */
@@ -251,13 +265,24 @@ int sr_wire_encode_hdr(const struct sr_pkt *pkt, uint8_t *buf, size_t cap);
  * are in front). Returns the total length or a negative SR_ERR_*. */
 int sr_wire_encode(const struct sr_pkt *pkt, uint8_t *buf, size_t cap);
 
+/* Whether a packet with this opcode and Resv7 carries an RPETH after the
+ * opcode's headers: an RC SEND request with SR_BTH_RESV7_RPH. */
+static inline bool sr_wire_has_rph(uint8_t opcode, uint8_t resv7)
+{
+    if (!(resv7 & SR_BTH_RESV7_RPH) || SR_OPCODE_TRANSPORT(opcode) != SR_OP_RC)
+        return false;
+    uint8_t op = SR_OPCODE_OP(opcode);
+    return op <= SR_OP_SEND_ONLY_IMM || op == SR_OP_SEND_LAST_INV || op == SR_OP_SEND_ONLY_INV;
+}
+
 static inline uint32_t sr_wire_pad_len(uint32_t payload_len)
 {
     return (0u - payload_len) & 3u;
 }
 
 /* Total transport-packet length for an opcode and payload (headers, payload,
- * pad, ICRC), or 0 for an unknown opcode. */
+ * pad, ICRC) without an RPETH (sr_wire_has_rph, which adds SR_RPETH_LEN),
+ * or 0 for an unknown opcode. */
 size_t sr_wire_pkt_len(uint8_t opcode, uint32_t payload_len);
 
 /* ---- PSN arithmetic, modulo 2^24 ---- */

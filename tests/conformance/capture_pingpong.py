@@ -55,6 +55,9 @@ DATA_OPS = {0x00, 0x01, 0x02}
 # duplicate draws a D-SACK even on a lossless wire. tshark dissects it as
 # vendor data, without an Invariant CRC field.
 OP_SACK = 0xF0
+# A SEND with bit 5 of BTH byte 8 carries softrdma's RPETH (docs/WIRE.md):
+# 8 bytes between the BTH and the payload, which tshark shows as payload.
+RESV7_RPH, RPETH_LEN = 0x20, 8
 
 failures = []
 
@@ -325,6 +328,8 @@ def main():
     payload = {k: 0 for k in sides}
     acked = {k: [] for k in sides}  # PSNs the *other* side acknowledged of k's data
     bad_icrc = 0
+    sacks_from = {k: 0 for k in sides}
+    rpeths = 0
     for row, frame in zip(rows, frames):
         src, dst = row["ip.src"], row["ip.dst"]
         if src not in by_addr or dst not in by_addr or src == dst:
@@ -372,8 +377,24 @@ def main():
             fail(f"{name}: destination QP {dqp:#08x}, {receiver} printed QPN {rqpn:#08x}")
         psn = int(row["infiniband.bth.psn"], 0)
         # payload = UDP length - UDP header - BTH - ICRC - pad (no other
-        # extension headers in SENDs; ACKs add the 4-byte AETH)
+        # extension headers in SENDs, but the RPETH; ACKs add the 4-byte AETH)
         plen = int(row["udp.length"]) - 8 - 12 - 4 - int(row["infiniband.bth.padcnt"] or 0)
+        if op in DATA_OPS and bth[8] & RESV7_RPH:
+            # an RPETH (docs/WIRE.md): only beside the agreement bit, after
+            # a SACK from the peer; it names the message (every message
+            # here is a SEND, one per SIZE bytes) and the payload's offset
+            if not bth[8] & 0x40:
+                fail(f"{name}: an RPETH without the agreement bit")
+            if not sacks_from[receiver]:
+                fail(f"{name}: an RPETH before any SACK from {receiver}")
+            msg, off = struct.unpack_from(">II", bth, 12)
+            i = (psn - sides[sender][1]) & 0xFFFFFF
+            if (msg, off) != (i // (SIZE // PMTU), i % (SIZE // PMTU) * PMTU):
+                fail(f"{name}: RPETH message {msg} offset {off} at its PSN")
+            plen -= RPETH_LEN
+            rpeths += 1
+        if op == OP_SACK:
+            sacks_from[sender] += 1
         if op in DATA_OPS:
             data_psns[sender].append(psn)
             payload[sender] += plen
@@ -403,6 +424,7 @@ def main():
 
     per_msg = -(-SIZE // PMTU)
     want_data = ITERS * per_msg
+    log(f"SENDs with an RPETH: {rpeths}")
     log("opcodes: " + ", ".join(f"{'SACK' if o == OP_SACK else OP_NAMES.get(o, hex(o))} x{n}"
                                 for o, n in sorted(opcodes.items())))
     if ours < 2 * want_data + 2:

@@ -1,10 +1,9 @@
 /* place_scenarios.c: direct placement of out-of-order RDMA WRITE pieces
- * (src/engine/place.c) and the SACKs of the out-of-order store (ooo.c),
- * on two real engines with selective recovery over the simulated wire of
- * scn.h. Each row states what the application must see (every byte of
- * the target and around it, every completion's status, opcode and order)
- * and what placement must have done (pieces placed, not copied; the store
- * small; a piece whose target is unknown or invalid kept and handled in
+ * and of SEND pieces that carry an RPETH (src/engine/place.c) and the SACKs of the out-of-order
+ * store (ooo.c), on two real engines with selective recovery over the simulated wire of scn.h. Each
+ * row states what the application must see (every byte of the target and around it, every
+ * completion's status, opcode and order) and what placement must have done (pieces placed, not
+ * copied; the store small; a piece whose target is unknown or invalid kept and handled in
  * sequence), and bounds the SACKs per hole.
  *
  * Seeded, simulated time only. */
@@ -471,6 +470,201 @@ static void test_pool(void)
     }
 }
 
+/* ---- SENDs placed by their RPETH (docs/WIRE.md, place.c) ---- */
+
+enum { SP_RBASE = 1 << 20, SP_RSTRIDE = 32 * KIB, SP_RLEN = 20 * KIB, SP_WBASE = 3 << 20 };
+
+/* Node 0's i-th message: SEND, WRITE WITH IMMEDIATE or SEND WITH
+ * IMMEDIATE in turn, each taking node 1's i-th receive in order; a SEND
+ * with immediate is one packet (300 bytes), the others 16 KiB. */
+static enum sr_wr_opcode sp_op(int i)
+{
+    static const enum sr_wr_opcode ops[] = {SR_WR_SEND, SR_WR_RDMA_WRITE_WITH_IMM, SR_WR_SEND,
+                                            SR_WR_SEND_WITH_IMM};
+    return ops[i % 4];
+}
+
+static uint32_t sp_len(int i)
+{
+    return sp_op(i) == SR_WR_SEND_WITH_IMM ? 300 : 16 * KIB;
+}
+
+static void sp_post(struct scn *s, int from, int to)
+{
+    for (int i = from; i < to; i++)
+        SR_CHECK_EQ(scn_post(s, sp_op(i), (uint64_t)i, (uint64_t)i * 16 * KIB,
+                             SP_WBASE + (uint64_t)i * 16 * KIB, sp_len(i), 0, 0),
+                    0);
+}
+
+/* n messages, receives posted first; every receive completion in order
+ * (opcode, length, data) and every byte of node 1's buffer beside what
+ * the messages own checked. The first SP_WARM go alone: a requester
+ * builds its packets when it sends them, and adds RPETHs only once a
+ * SACK said the responder places (docs/WIRE.md), so the rest carry them. */
+enum { SP_WARM = 4 };
+static void sp_run(struct scn *s, int n, enum sr_wc_status want_st, int *sent_ok)
+{
+    uint8_t *orig = scn_snapshot(s, 1);
+    for (int i = 0; i < n; i++)
+        SR_CHECK_EQ(scn_post_recv(s, (uint64_t)i, SP_RBASE + (uint64_t)i * SP_RSTRIDE, SP_RLEN), 0);
+    struct scn_wait w = {0}, rw = {0};
+    sp_post(s, 0, SP_WARM);
+    scn_collect(s, &w, s->scq[0], SP_WARM, MAX_NS);
+    sp_post(s, SP_WARM, n);
+    scn_collect(s, &w, s->scq[0], n - SP_WARM, MAX_NS);
+    SR_CHECK_EQ(w.got, n);
+    int ok = 0;
+    while (ok < w.got && w.wc[ok].status == SR_WC_SUCCESS)
+        ok++;
+    if (want_st == SR_WC_SUCCESS)
+        check_wcs(&w, n, SR_WC_SUCCESS);
+    *sent_ok = ok;
+    scn_collect(s, &rw, s->rcq[1], n, MAX_NS);
+    SR_CHECK_EQ(rw.got, n);
+    for (int i = 0; i < rw.got && i < ok; i++) {
+        SR_CHECK_EQ(rw.wc[i].wr_id, (uint64_t)i);
+        SR_CHECK_EQ(rw.wc[i].status, SR_WC_SUCCESS);
+        SR_CHECK_EQ(rw.wc[i].byte_len, sp_len(i));
+        SR_CHECK_EQ(rw.wc[i].opcode,
+                    sp_op(i) == SR_WR_RDMA_WRITE_WITH_IMM ? SR_WC_RECV_RDMA_WITH_IMM : SR_WC_RECV);
+        SR_CHECK_EQ(!!(rw.wc[i].wc_flags & SR_WC_WITH_IMM), sp_op(i) != SR_WR_SEND);
+        const uint8_t *src = s->mem[0] + (size_t)i * 16 * KIB;
+        size_t r = SP_RBASE + (size_t)i * SP_RSTRIDE, wt = SP_WBASE + (size_t)i * 16 * KIB;
+        if (sp_op(i) == SR_WR_RDMA_WRITE_WITH_IMM) {
+            SR_CHECK_MEM(s->mem[1] + wt, src, sp_len(i));
+            SR_CHECK_MEM(s->mem[1] + r, orig + r, SP_RSTRIDE); /* its receive holds nothing */
+        } else {
+            SR_CHECK_MEM(s->mem[1] + r, src, sp_len(i));
+            /* nothing past the message in its buffer, nor between buffers */
+            SR_CHECK_MEM(s->mem[1] + r + sp_len(i), orig + r + sp_len(i), SP_RSTRIDE - sp_len(i));
+            SR_CHECK_MEM(s->mem[1] + wt, orig + wt, 16 * KIB);
+        }
+    }
+    /* below the receive buffers and above the WRITE targets: untouched */
+    SR_CHECK_MEM(s->mem[1], orig, SP_RBASE);
+    size_t top = SP_WBASE + (size_t)n * 16 * KIB;
+    SR_CHECK_MEM(s->mem[1] + top, orig + top, SCN_MEM - top);
+    free(orig);
+}
+
+/* SENDs, SENDs with immediate and WRITEs with immediate under loss and
+ * reordering: the SEND pieces behind holes are scattered into their
+ * receives at once (not kept as copies), and every receive completes in
+ * order with its own data. */
+static void test_sends_placed(void)
+{
+    static const uint32_t off[] = {3}; /* a hole in the first message: a SACK */
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        set_ctx("sends placed", seed);
+        struct drops d = {0xffffff - 200, off, 1};
+        struct scn s;
+        sack_init(&s, (struct scn_cfg){.seed = seed,
+                                       .retry_cnt = 7,
+                                       .psn = {0xffffff - 200, 7}, /* across the wrap */
+                                       .filter = drop_listed,
+                                       .filter_arg = &d,
+                                       .loss = 0.02,
+                                       .reorder = 0.05,
+                                       .dup = 0.01,
+                                       .dup_max_ns = 50000});
+        int ok;
+        sp_run(&s, 48, SR_WC_SUCCESS, &ok);
+        struct sr_engine_stats st;
+        stats1(&s, &st);
+        printf("sends placed: %" PRIu64 " SEND pieces placed, %" PRIu64 " copied, %" PRIu64
+               " WRITE pieces placed\n",
+               st.ooo_send_placed, st.ooo_stored, st.ooo_placed);
+        SR_CHECK(st.ooo_send_placed > 0);
+        /* the copies are mostly the first messages' pieces, sent before
+         * the first SACK */
+        SR_CHECK(st.ooo_send_placed > 4 * st.ooo_stored);
+        SR_CHECK_EQ(st.rph_bad, 0);
+        scn_fini(&s);
+    }
+}
+
+/* A responder that does not say it places SENDs (SR_SACK_F_RPH cleared
+ * on the wire) never receives an RPETH: every SEND keeps its standard
+ * layout, and the data arrives intact, the kept SENDs copied. */
+static int sp_rph_seen;
+static void strip_rph(struct scn *s, const struct scn_pkt_info *pi, struct scn_verdict *v)
+{
+    (void)v;
+    if (pi->from == 1 && pi->opcode == SR_OP_SACK)
+        pi->data[SR_BTH_LEN + SR_AETH_LEN] &= (uint8_t)~SR_SACK_F_RPH;
+    if (pi->from == 0 && (pi->data[8] & SR_BTH_RESV7_RPH))
+        sp_rph_seen++;
+    /* a few holes, so that SACKs flow */
+    if (pi->from == 0 && pi->nth == 0 && pi->psn % 37 == 5)
+        v->drop = true;
+    (void)s;
+}
+
+static void test_sends_rph_not_agreed(void)
+{
+    set_ctx("rph not agreed", 1);
+    sp_rph_seen = 0;
+    struct scn s;
+    sack_init(&s,
+              (struct scn_cfg){.seed = 1, .retry_cnt = 7, .psn = {100, 7}, .filter = strip_rph});
+    int ok;
+    sp_run(&s, 24, SR_WC_SUCCESS, &ok);
+    struct sr_engine_stats st;
+    stats1(&s, &st);
+    SR_CHECK(st.sacks_sent > 0);
+    SR_CHECK_EQ(sp_rph_seen, 0);
+    SR_CHECK_EQ(st.ooo_send_placed, 0);
+    SR_CHECK(st.ooo_stored > 0);
+    scn_fini(&s);
+}
+
+/* An RPETH that lies about its message (a forged or corrupted one that
+ * passed the ICRC): the SEND is refused with NAK Invalid Request when it
+ * comes in order (IBA 9.7.5.2.2), whether or not it was placed into the
+ * wrong receive first; the requester's WQE fails with
+ * IBV_WC_REM_INV_REQ_ERR, the receives before it hold their data, and no
+ * byte outside the receives and targets changed. */
+static int sp_forged;
+static void forge_rph(struct scn *s, const struct scn_pkt_info *pi, struct scn_verdict *v)
+{
+    (void)s;
+    if (pi->from != 0 || pi->nth != 0)
+        return;
+    /* a hole in the first message (a SACK tells node 0 to send RPETHs),
+     * and one in message 8 (PSNs 198..213), so that its MIDDLE at 205
+     * arrives out of order and claims the next message's receive */
+    if (pi->psn == 103 || pi->psn == 200)
+        v->drop = true;
+    if (pi->psn == 205 && (pi->data[8] & SR_BTH_RESV7_RPH) && pi->opcode == 0x01) {
+        uint32_t m = (uint32_t)pi->data[12] << 24 | (uint32_t)pi->data[13] << 16 |
+                     (uint32_t)pi->data[14] << 8 | pi->data[15];
+        m++;
+        pi->data[12] = (uint8_t)(m >> 24);
+        pi->data[13] = (uint8_t)(m >> 16);
+        pi->data[14] = (uint8_t)(m >> 8);
+        pi->data[15] = (uint8_t)m;
+        sp_forged++;
+    }
+}
+
+static void test_sends_rph_forged(void)
+{
+    set_ctx("rph forged", 1);
+    sp_forged = 0;
+    struct scn s;
+    sack_init(&s,
+              (struct scn_cfg){.seed = 1, .retry_cnt = 7, .psn = {100, 7}, .filter = forge_rph});
+    int ok;
+    sp_run(&s, 16, SR_WC_REM_INV_REQ_ERR, &ok);
+    struct sr_engine_stats st;
+    stats1(&s, &st);
+    SR_CHECK_EQ(sp_forged, 1);
+    SR_CHECK_EQ(st.rph_bad, 1);
+    SR_CHECK_EQ(ok, 8); /* messages 0..7 completed, 8 was refused */
+    scn_fini(&s);
+}
+
 int main(void)
 {
     SR_RUN(test_holes);
@@ -481,5 +675,8 @@ int main(void)
     SR_RUN(test_sacks_per_hole);
     SR_RUN(test_rnr_mid_kept_sends);
     SR_RUN(test_pool);
+    SR_RUN(test_sends_placed);
+    SR_RUN(test_sends_rph_not_agreed);
+    SR_RUN(test_sends_rph_forged);
     return SR_TEST_RESULT();
 }

@@ -381,9 +381,16 @@ static void test_pingpong_random(void)
         if (lossy && sack_mode) {
             /* Issue #22's 10x with room for the host; the reordering
              * window grown past SRTT by the 200 us holds made it 9 to 11
-             * here, and its slowest iterations 25 to 54 lossless ones. */
+             * here, and its slowest iterations 25 to 54 lossless ones.
+             * The slowest few are set by chance: a last packet whose
+             * probes are lost in a row waits 2 SRTT, then 4, 8, 16 (the
+             * backoff, rtt.h): in seed 2, two iterations lost a last
+             * packet and its next four copies, at 53x. So the 95th
+             * percentile is bounded tightly and the slowest by that
+             * backoff. */
             SR_CHECK(mean < 5 * clean);
-            SR_CHECK(d[pp_iters - 1] < 20 * clean);
+            SR_CHECK(d[10 + (pp_iters - 10) * 95 / 100] < 10 * clean);
+            SR_CHECK(d[pp_iters - 1] < 64 * clean);
         }
         scn_fini(&s);
     }

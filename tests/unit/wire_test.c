@@ -311,6 +311,71 @@ static void test_sack_bytes(void)
     SR_CHECK(d.bth.ack_req);
 }
 
+/* The RPETH (docs/WIRE.md): 8 bytes after the opcode's headers of an RC
+ * SEND with Resv7 bit 5, the payload after it; on any other opcode the
+ * bit means nothing to the layout. */
+static void test_rph_bytes(void)
+{
+    uint8_t buf[64];
+    static const uint8_t pl[6] = {1, 2, 3, 4, 5, 6};
+    struct sr_pkt p = {0}, d;
+    p.bth = (struct sr_bth){.opcode = SR_OP_RC | SR_OP_SEND_LAST_IMM,
+                            .pkey = 0xffff,
+                            .dest_qp = 0x12,
+                            .ack_req = true,
+                            .resv7 = SR_BTH_RESV7_SACK | SR_BTH_RESV7_RPH,
+                            .psn = 9};
+    p.imm = 0xa1b2c3d4;
+    p.rph.msg = 0x01020304;
+    p.rph.off = 0x00012000;
+    p.payload = pl;
+    p.payload_len = sizeof(pl);
+    static const uint8_t want[] = {
+        0x03, 0x20, 0xff, 0xff, 0x00, 0x00, 0x00, 0x12, 0xe0, 0x00, 0x00, 0x09, /* BTH, pad 2 */
+        0xa1, 0xb2, 0xc3, 0xd4,                                                 /* ImmDt */
+        0x01, 0x02, 0x03, 0x04, 0x00, 0x01, 0x20, 0x00,                         /* RPETH */
+        1,    2,    3,    4,    5,    6,    0,    0,                            /* payload, pad */
+        0,    0,    0,    0,                                                    /* ICRC */
+    };
+    sr_test_ctx = "rpeth";
+    SR_CHECK_EQ(sr_wire_encode(&p, buf, sizeof(buf)), sizeof(want));
+    SR_CHECK_MEM(buf, want, sizeof(want));
+    SR_CHECK_EQ(sr_wire_decode(buf, sizeof(want), 1024, &d), 24);
+    SR_CHECK(d.hdrs & SR_HDR_BIT(SR_HDR_RPETH));
+    SR_CHECK_EQ(d.rph.msg, 0x01020304u);
+    SR_CHECK_EQ(d.rph.off, 0x00012000u);
+    SR_CHECK_EQ(d.imm, 0xa1b2c3d4u);
+    SR_CHECK_EQ(d.payload_len, sizeof(pl));
+    SR_CHECK_MEM(d.payload, pl, sizeof(pl));
+    /* the header length the encoder reports is the decoder's */
+    SR_CHECK_EQ(sr_wire_encode_hdr(&p, buf, sizeof(buf)), 24);
+    /* cut inside the RPETH: short, not a payload */
+    SR_CHECK_EQ(sr_wire_decode(want, 16 + 4 + SR_ICRC_LEN, 1024, &d), SR_ERR_WIRE_SHORT);
+
+    /* A MIDDLE with an RPETH still carries exactly one PMTU of payload */
+    static uint8_t big[256];
+    p.bth.opcode = SR_OP_RC | SR_OP_SEND_MIDDLE;
+    p.payload = big;
+    p.payload_len = 256;
+    uint8_t mbuf[12 + 8 + 256 + 4];
+    SR_CHECK_EQ(sr_wire_encode(&p, mbuf, sizeof(mbuf)), sizeof(mbuf));
+    SR_CHECK_EQ(sr_wire_decode(mbuf, sizeof(mbuf), 256, &d), 20);
+    SR_CHECK_EQ(d.payload_len, 256u);
+
+    /* the bit on a WRITE, a UC or a UD SEND: no RPETH */
+    static const uint8_t others[] = {SR_OP_RC | SR_OP_WRITE_ONLY, SR_OP_UC | SR_OP_SEND_ONLY,
+                                     SR_OP_UD | SR_OP_SEND_ONLY, SR_OP_RC | SR_OP_ACK};
+    for (unsigned i = 0; i < SR_ARRAY_SIZE(others); i++)
+        SR_CHECK(!sr_wire_has_rph(others[i], SR_BTH_RESV7_RPH));
+    static const uint8_t sends[] = {SR_OP_SEND_FIRST,    SR_OP_SEND_MIDDLE,  SR_OP_SEND_LAST,
+                                    SR_OP_SEND_LAST_IMM, SR_OP_SEND_ONLY,    SR_OP_SEND_ONLY_IMM,
+                                    SR_OP_SEND_LAST_INV, SR_OP_SEND_ONLY_INV};
+    for (unsigned i = 0; i < SR_ARRAY_SIZE(sends); i++) {
+        SR_CHECK(sr_wire_has_rph(SR_OP_RC | sends[i], SR_BTH_RESV7_RPH));
+        SR_CHECK(!sr_wire_has_rph(SR_OP_RC | sends[i], SR_BTH_RESV7_SACK));
+    }
+}
+
 static void test_golden_bytes(void)
 {
     uint8_t buf[128];
@@ -556,6 +621,7 @@ int main(void)
     SR_RUN(test_round_trip);
     SR_RUN(test_golden_bytes);
     SR_RUN(test_sack_bytes);
+    SR_RUN(test_rph_bytes);
     SR_RUN(test_malformed);
     SR_RUN(test_errors_distinct);
     SR_RUN(test_psn);
