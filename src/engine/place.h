@@ -1,4 +1,5 @@
-/* place.h: direct placement of out-of-order RDMA WRITE pieces by the
+/* place.h: direct placement of out-of-order RDMA WRITE pieces, and of
+ * SEND pieces that name their receive WQE (an RPETH, docs/WIRE.md), by the
  * responder (place.c, used by the out-of-order store ooo.c).
  *
  * A WRITE piece that arrives past a hole and whose target is known (its
