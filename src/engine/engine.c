@@ -519,9 +519,14 @@ int sr_rq_init(struct sr_rq *rq, uint32_t max_wr, uint32_t max_sge, const struct
     return max_wr && !rq->buf ? SR_ERR_NOMEM : 0;
 }
 
+struct sr_rwqe *sr_rq_at(const struct sr_rq *rq, uint32_t k)
+{
+    return (struct sr_rwqe *)(rq->buf + (size_t)((rq->head + k) % rq->max_wr) * rq->stride);
+}
+
 struct sr_rwqe *sr_rq_peek(struct sr_rq *rq)
 {
-    return rq->count ? (struct sr_rwqe *)(rq->buf + (size_t)rq->head * rq->stride) : NULL;
+    return rq->count ? sr_rq_at(rq, 0) : NULL;
 }
 
 void sr_rq_pop(struct sr_rq *rq)
@@ -537,8 +542,7 @@ int sr_rq_post(struct sr_rq *rq, const struct sr_recv_wr *wr)
         return SR_ERR_INVAL;
     if (rq->count == rq->max_wr)
         return SR_ERR_NOMEM;
-    struct sr_rwqe *w =
-        (struct sr_rwqe *)(rq->buf + (size_t)((rq->head + rq->count) % rq->max_wr) * rq->stride);
+    struct sr_rwqe *w = sr_rq_at(rq, rq->count);
     w->wr_id = wr->wr_id;
     w->num_sge = wr->num_sge;
     uint64_t total = 0;

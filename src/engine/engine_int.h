@@ -351,6 +351,9 @@ void sr_engine_tx(struct sr_engine *e, struct sr_qp *qp, const struct sr_pkt *pk
 void sr_engine_tx_flush(struct sr_engine *e, struct sr_qp *qp, const struct sr_pkt *pkt,
                         const struct sr_iov *iov, uint32_t iov_cnt, const uint8_t *dgid);
 void sr_engine_activate(struct sr_engine *e, struct sr_qp *qp);
+/* The WQE k places behind the head of the ring (k < max_wr); posted when
+ * k < count. */
+struct sr_rwqe *sr_rq_at(const struct sr_rq *rq, uint32_t k);
 struct sr_rwqe *sr_rq_peek(struct sr_rq *rq);
 void sr_rq_pop(struct sr_rq *rq);
 void sr_srq_check_limit(struct sr_srq *srq);

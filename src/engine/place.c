@@ -30,11 +30,13 @@
  *   application that polls it sees the whole message;
  * - SENDs without an RPETH, to a shared receive queue (its WQEs are
  *   taken by whichever QP comes first) or beyond the receives posted (RNR
- *   in order); READ requests and atomics (executed in order, once: IBA 9.7.5.1.4), XRC (its PD
- * comes from the XRCETH's SRQ, looked up in order) and same-host references (ooo.c keeps none). The
- * bytes a placed piece holds are kept by later writes in PSN order only for RDMA WRITEs
- * (sr_ooo_write): a SEND scattered into a receive buffer that a later placed WRITE targets
- * overwrites it (docs/WIRE.md). */
+ *   in order);
+ * - READ requests and atomics (executed in order, once: IBA 9.7.5.1.4),
+ *   XRC (its PD comes from the XRCETH's SRQ, looked up in order) and
+ *   same-host references (ooo.c keeps none).
+ * The bytes a placed piece holds are kept by later writes in PSN order
+ * only for RDMA WRITEs (sr_ooo_write): a SEND scattered into a receive
+ * buffer that a later placed WRITE targets overwrites it (docs/WIRE.md). */
 #include "engine_int.h"
 #include "place.h"
 
@@ -137,9 +139,7 @@ bool sr_place_send(struct sr_qp *qp, const struct sr_pkt *pkt)
     if (d == -1 && qp->resp.have_rwqe && qp->resp.msg == SR_OPF_SEND)
         w = (const struct sr_rwqe *)qp->resp.rwqe_buf; /* the SEND being received */
     else if (d >= 0 && (uint32_t)d < qp->rq.count)
-        w = (const struct sr_rwqe *)(qp->rq.buf +
-                                     (size_t)((qp->rq.head + (uint32_t)d) % qp->rq.max_wr) *
-                                         qp->rq.stride);
+        w = sr_rq_at(&qp->rq, (uint32_t)d);
     else
         return false;
     /* a piece that would not fit is left to check_length's error, in order */

@@ -474,7 +474,7 @@ void sr_sack_rx(struct sr_qp *qp, const struct sr_pkt *pkt, struct sr_comp_next 
     if (ignored)
         e->stats.sack_bad++;
     sr_sack_sb_seen(sb, e->now_ns); /* before this SACK's own D-SACK */
-    if ((pkt->sack.flags & SR_SACK_F_RPH))
+    if (pkt->sack.flags & SR_SACK_F_RPH)
         qp->comp.peer_rph = true; /* RC SENDs carry an RPETH from now on (req.c) */
     if (added && qp->comp.rtt_timing && sr_sack_sb_has(sb, qp->comp.rtt_psn)) {
         /* The timed packet arrived behind a hole and this SACK is its

@@ -271,8 +271,8 @@ static inline bool sr_wire_has_rph(uint8_t opcode, uint8_t resv7)
 {
     if (!(resv7 & SR_BTH_RESV7_RPH) || SR_OPCODE_TRANSPORT(opcode) != SR_OP_RC)
         return false;
-    uint8_t op = SR_OPCODE_OP(opcode);
-    return op <= SR_OP_SEND_ONLY_IMM || op == SR_OP_SEND_LAST_INV || op == SR_OP_SEND_ONLY_INV;
+    const struct sr_opcode_info *info = sr_opcode_info(opcode);
+    return info && (info->flags & SR_OPF_SEND);
 }
 
 static inline uint32_t sr_wire_pad_len(uint32_t payload_len)

@@ -636,14 +636,9 @@ static void forge_rph(struct scn *s, const struct scn_pkt_info *pi, struct scn_v
      * arrives out of order and claims the next message's receive */
     if (pi->psn == 103 || pi->psn == 200)
         v->drop = true;
-    if (pi->psn == 205 && (pi->data[8] & SR_BTH_RESV7_RPH) && pi->opcode == 0x01) {
-        uint32_t m = (uint32_t)pi->data[12] << 24 | (uint32_t)pi->data[13] << 16 |
-                     (uint32_t)pi->data[14] << 8 | pi->data[15];
-        m++;
-        pi->data[12] = (uint8_t)(m >> 24);
-        pi->data[13] = (uint8_t)(m >> 16);
-        pi->data[14] = (uint8_t)(m >> 8);
-        pi->data[15] = (uint8_t)m;
+    if (pi->psn == 205 && (pi->data[8] & SR_BTH_RESV7_RPH) && pi->opcode == SR_OP_SEND_MIDDLE) {
+        uint8_t *msg = pi->data + SR_BTH_LEN; /* the RPETH's message number */
+        sr_put_be32(msg, sr_get_be32(msg) + 1);
         sp_forged++;
     }
 }
