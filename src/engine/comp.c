@@ -79,7 +79,30 @@ void sr_comp_probe_arm(struct sr_qp *qp, uint64_t now_ns)
     uint64_t rack = sr_sack_lost_deadline(qp);
     if (rack && rack < qp->comp.probe_at)
         qp->comp.probe_at = rack;
+    uint64_t rd = sr_readsel_lost_deadline(qp);
+    if (rd && rd < qp->comp.probe_at)
+        qp->comp.probe_at = rd;
     sr_engine_activate(qp->eng, qp);
+}
+
+void sr_comp_delivered(struct sr_qp *qp, uint64_t now_ns)
+{
+    /* RFC 8985 7.2: deliveries rearm the probe timeout; a probe then
+     * fires only when nothing at all gets through, never in the middle
+     * of a recovery that SACKs or placed READ responses drive (it would
+     * ask for holes still inside their reordering window), and never
+     * pushed past the transport timer, which runs on untouched. */
+    uint64_t was_at = qp->comp.probe_at;
+    uint8_t was_probes = qp->comp.probes;
+    qp->comp.probes = 0;
+    sr_comp_probe_arm(qp, now_ns);
+    if (was_at && (!qp->comp.probe_at || qp->comp.probe_at >= qp->comp.deadline)) {
+        /* later than the transport timer, whose expiry consumes a retry:
+         * the probe keeps its deadline (RFC 8985 7.2 caps the PTO at the
+         * RTO) */
+        qp->comp.probe_at = was_at;
+        qp->comp.probes = was_probes;
+    }
 }
 
 void sr_comp_rtt_start(struct sr_qp *qp, uint32_t psn, uint64_t now_ns)
@@ -522,9 +545,19 @@ static void probe(struct sr_qp *qp, struct sr_comp_next *n)
     qp->comp.probe_at = 0;
     if (!outstanding(qp) || qp->attr.qp_state < SR_QPS_RTS || qp->attr.qp_state == SR_QPS_ERR)
         return;
-    if (sr_sack_lost_pending(qp)) {
+    bool sack_due = sr_sack_lost_pending(qp), read_due = sr_readsel_lost_pending(qp);
+    if (sack_due || read_due) {
         /* not a probe: the reordering window of a lost hole ran out */
-        n->act |= SR_COMP_SACK;
+        n->act |= (sack_due ? SR_COMP_SACK : 0) | (read_due ? SR_COMP_READSEL : 0);
+        return;
+    }
+    uint64_t rd = sr_readsel_lost_deadline(qp);
+    if (rd && qp->eng->now_ns < rd) {
+        /* READ holes wait out a reordering window that grew since the
+         * timer was set: a probe now would ask for responses still on
+         * their way. The window's end asks for them (readsel.c). */
+        qp->comp.probe_at = rd;
+        sr_engine_activate(qp->eng, qp);
         return;
     }
     qp->eng->stats.probes++;

@@ -456,6 +456,9 @@ void sr_comp_apply(struct sr_qp *qp, struct sr_comp_next n, uint64_t now_ns);
 void sr_comp_arm(struct sr_qp *qp, uint64_t now_ns);
 /* Something was sent: the probe is due a probe timeout from now. */
 void sr_comp_probe_arm(struct sr_qp *qp, uint64_t now_ns);
+/* Packets past a hole were delivered (SACKed, or READ responses placed):
+ * the probe timeout starts again, within the transport timer. */
+void sr_comp_delivered(struct sr_qp *qp, uint64_t now_ns);
 /* The requester sent psn for the first time and asked for an answer. */
 void sr_comp_rtt_start(struct sr_qp *qp, uint32_t psn, uint64_t now_ns);
 uint64_t sr_qp_deadline(const struct sr_qp *qp);

@@ -26,12 +26,46 @@ static bool map_test(const struct sr_readsel_map *m, uint32_t psn)
     return m->bits[b >> 6] >> (b & 63) & 1;
 }
 
+/* The second half of bits[]: the PSNs asked for again since they were
+ * first sent, so that time_late knows when a copy may answer an earlier
+ * request. */
+static uint64_t *asked_words(struct sr_readsel_map *m)
+{
+    return m->bits + m->cap / 64;
+}
+
+static bool asked_test(struct sr_readsel_map *m, uint32_t psn)
+{
+    uint32_t b = map_bit(m, psn);
+    return asked_words(m)[b >> 6] >> (b & 63) & 1;
+}
+
+static void asked_set(struct sr_readsel_map *m, uint32_t psn)
+{
+    uint32_t b = map_bit(m, psn);
+    asked_words(m)[b >> 6] |= 1ull << (b & 63);
+}
+
+/* Forgets the requests for [from, to). */
+static void asked_clear(struct sr_readsel_map *m, uint32_t from, uint32_t to)
+{
+    if ((uint32_t)sr_psn_diff(to, from) >= m->cap) {
+        memset(asked_words(m), 0, m->cap / 8);
+        return;
+    }
+    for (uint32_t p = from; p != to; p = sr_psn_add(p, 1)) {
+        uint32_t b = map_bit(m, p);
+        asked_words(m)[b >> 6] &= ~(1ull << (b & 63));
+    }
+}
+
 static void map_reset(struct sr_readsel_map *m, uint32_t psn)
 {
-    memset(m->bits, 0, m->cap / 8);
+    memset(m->bits, 0, m->cap / 4);
     m->lo = m->hi = m->resent = psn & SR_PSN_MASK;
     m->cnt = 0;
     m->evid_set = false;
+    m->ep_n = 0;
 }
 
 struct sr_readsel_map *sr_readsel_map_new(uint32_t cap, uint32_t psn)
@@ -39,11 +73,12 @@ struct sr_readsel_map *sr_readsel_map_new(uint32_t cap, uint32_t psn)
     uint32_t c = 1024;
     while (c < cap && c < (1u << 20))
         c <<= 1;
-    struct sr_readsel_map *m = calloc(1, sizeof(*m) + c / 8);
+    struct sr_readsel_map *m = calloc(1, sizeof(*m) + c / 4);
     if (!m)
         return NULL;
     m->cap = c;
     m->dupthresh = SR_READSEL_DUPTHRESH;
+    m->reo_mult = 1;
     map_reset(m, psn);
     return m;
 }
@@ -60,6 +95,8 @@ void sr_readsel_map_ack(struct sr_readsel_map *m, uint32_t psn)
         uint32_t ev = m->evid;
         if (m->cnt)
             map_reset(m, psn);
+        else
+            asked_clear(m, m->lo, psn);
         m->lo = m->hi = psn;
         if (sr_psn_lt(m->resent, psn))
             m->resent = psn;
@@ -67,6 +104,7 @@ void sr_readsel_map_ack(struct sr_readsel_map *m, uint32_t psn)
         m->evid = ev;
         return;
     }
+    asked_clear(m, m->lo, psn);
     for (uint32_t p = m->lo; p != psn; p = sr_psn_add(p, 1)) {
         uint32_t b = map_bit(m, p);
         if (m->bits[b >> 6] >> (b & 63) & 1) {
@@ -156,6 +194,53 @@ bool sr_readsel_op_ok(const struct sr_swqe *w, uint32_t idx, uint32_t op, bool s
     return sel && (op == SR_OP_READ_RESP_LAST || op == SR_OP_READ_RESP_ONLY);
 }
 
+/* The opcode of the response at index idx of n, for a READ (or the part
+ * of one asked for again) answered from its start: IBA 9.7.5.1.6. */
+static uint32_t resp_op(uint32_t idx, uint32_t n)
+{
+    if (n == 1)
+        return SR_OP_READ_RESP_ONLY;
+    if (idx == 0)
+        return SR_OP_READ_RESP_FIRST;
+    return idx == n - 1 ? SR_OP_READ_RESP_LAST : SR_OP_READ_RESP_MIDDLE;
+}
+
+/* The first response for a hole asked for again: the original, which
+ * was late rather than lost, or the answer. The opcode tells them apart
+ * where they differ, as the responder answers the part asked for as a
+ * READ of its own (a lone PSN with ONLY where the original was FIRST,
+ * MIDDLE or LAST; a hole's first with FIRST where it was MIDDLE). For an
+ * original, the time since its hole counted lost is how late responses
+ * run, and the reordering window covers it from now on (RFC 8985 6.2
+ * widens its window on such evidence; sack.c learns the same from
+ * D-SACKs). Timing alone could not tell them apart: an answer queues
+ * behind every response sent before it, from a minimum round trip to a
+ * window of READs' worth. */
+static void time_late(struct sr_qp *qp, struct sr_readsel_map *m, const struct sr_swqe *w,
+                      uint32_t psn, uint32_t op)
+{
+    for (uint32_t k = 0; k < SR_READSEL_RR; k++) {
+        struct sr_readsel_rr *r = &m->rr[k];
+        uint32_t j = (uint32_t)sr_psn_diff(psn, r->psn);
+        if (!r->cnt || j >= r->cnt)
+            continue;
+        uint32_t orig = resp_op((uint32_t)sr_psn_diff(psn, w->first_psn), w->npkts);
+        if (op == orig && orig != resp_op(j, r->cnt)) {
+            /* RFC 8985 6.2 bounds the window by SRTT: a copy later than
+             * that is a request the responder saw twice and executed
+             * again, not the network's reordering */
+            uint64_t late = qp->eng->now_ns - r->lost_at;
+            if (qp->comp.rtt.valid && late > qp->comp.rtt.srtt_ns)
+                late = qp->comp.rtt.srtt_ns;
+            if (late > m->reo_late_ns)
+                m->reo_late_ns = late;
+            qp->eng->stats.read_late++;
+        }
+        r->cnt = 0; /* one sample per hole */
+        return;
+    }
+}
+
 void sr_readsel_rx(struct sr_qp *qp, struct sr_swqe *w, const struct sr_pkt *pkt,
                    struct sr_comp_next *n)
 {
@@ -181,14 +266,24 @@ void sr_readsel_rx(struct sr_qp *qp, struct sr_swqe *w, const struct sr_pkt *pkt
     }
     if (sr_readsel_map_has(m, psn)) {
         /* A second copy of a response asked for again: the first was
-         * late, not lost. Wait for one more later PSN before counting a
-         * hole lost (RFC 8985 6.2 widens its reordering window on such
-         * evidence, as RFC 4653 raises DupThresh). */
-        if (sr_psn_lt(psn, m->resent) && m->dupthresh < SR_READSEL_DUPTHRESH_MAX)
-            m->dupthresh++;
+         * late, not lost. Wait for one more later PSN and a quarter
+         * minimum RTT longer before counting a hole lost (RFC 8985 6.2 widens its
+         * reordering window on such evidence, as RFC 4653 raises
+         * DupThresh). */
+        if (sr_psn_lt(psn, m->resent)) {
+            if (m->dupthresh < SR_READSEL_DUPTHRESH_MAX)
+                m->dupthresh++;
+            /* once per round trip: one late burst is one piece of evidence */
+            if (m->reo_mult < SR_READSEL_REO_MULT_MAX &&
+                (!m->reo_grown_at || e->now_ns - m->reo_grown_at >= qp->comp.rtt.srtt_ns)) {
+                m->reo_mult++;
+                m->reo_grown_at = e->now_ns;
+            }
+        }
         e->stats.rx_drop_other++;
         return;
     }
+    time_late(qp, m, w, psn, SR_OPCODE_OP(pkt->bth.opcode));
     /* A scatter that fails here leaves the PSN unmarked: it is asked for
      * again and fails the WQE in order, as an in-order one does. */
     if (!sr_sge_scatter(e, qp->pd, w->wr.sg_list, w->wr.num_sge, off, pkt->payload,
@@ -198,6 +293,7 @@ void sr_readsel_rx(struct sr_qp *qp, struct sr_swqe *w, const struct sr_pkt *pkt
     }
     sr_readsel_map_mark(m, psn);
     e->stats.read_ooo_placed++;
+    sr_comp_delivered(qp, e->now_ns);
     if (sr_psn_lt(m->resent, sr_readsel_map_lost_limit(m, m->dupthresh)))
         n->act |= SR_COMP_READSEL;
 }
@@ -237,9 +333,22 @@ bool sr_readsel_acked(struct sr_qp *qp, uint32_t *psn)
 /* One READ request for [psn, psn + cnt) of w: the hole's first PSN, and
  * the VA and length of its part of the READ (IBA 9.7.4: a READ resumed
  * at a PSN asks for the data from that PSN's offset). */
-static void send_hole(struct sr_qp *qp, const struct sr_swqe *w, uint32_t psn, uint32_t cnt)
+static void send_hole(struct sr_qp *qp, struct sr_readsel_map *m, const struct sr_swqe *w,
+                      uint32_t psn, uint32_t cnt, uint64_t lost_at)
 {
     struct sr_engine *e = qp->eng;
+    /* A hole any of whose PSNs were asked for before is not timed: a
+     * copy may answer the earlier request. */
+    bool again = false;
+    for (uint32_t k = 0; k < cnt; k++) {
+        uint32_t q = sr_psn_add(psn, k);
+        if ((uint32_t)sr_psn_diff(q, m->lo) >= m->cap)
+            break;
+        again |= asked_test(m, q);
+        asked_set(m, q);
+    }
+    struct sr_readsel_rr *r = &m->rr[m->rr_next++ % SR_READSEL_RR];
+    *r = (struct sr_readsel_rr){.psn = psn, .cnt = again ? 0 : cnt, .lost_at = lost_at};
     uint32_t pmtu = sr_qp_pmtu(qp);
     uint32_t idx = (uint32_t)sr_psn_diff(psn, w->first_psn);
     uint32_t off = idx * pmtu;
@@ -253,8 +362,10 @@ static void send_hole(struct sr_qp *qp, const struct sr_swqe *w, uint32_t psn, u
     if (e->cfg.sack)
         p.bth.resv7 = SR_BTH_RESV7_SACK; /* as every request of this requester (req.c) */
     p.reth = (struct sr_reth){.va = w->wr.remote_addr + off, .rkey = w->wr.rkey, .dma_len = len};
-    /* Karn: the READ being timed may now be answered by either request */
-    qp->comp.rtt_timing = false;
+    /* Karn: the READ being timed, if this is it, may now be answered by
+     * either request; another READ's sample stands */
+    if (qp->comp.rtt_psn == sr_psn_add(w->first_psn, w->npkts - 1))
+        qp->comp.rtt_timing = false;
     e->stats.retransmits++;
     e->stats.read_rereqs++;
     e->stats.read_rereq_psns += cnt;
@@ -263,8 +374,8 @@ static void send_hole(struct sr_qp *qp, const struct sr_swqe *w, uint32_t psn, u
 
 /* Asks for every hole of w in [from, limit); stops after *budget
  * requests. Returns where it stopped. */
-static uint32_t holes_of(struct sr_qp *qp, const struct sr_readsel_map *m, const struct sr_swqe *w,
-                         uint32_t from, uint32_t limit, int *budget, bool dry)
+static uint32_t holes_of(struct sr_qp *qp, struct sr_readsel_map *m, const struct sr_swqe *w,
+                         uint32_t from, uint32_t limit, int *budget, bool dry, uint64_t lost_at)
 {
     uint32_t end = sr_psn_add(w->first_psn, w->npkts);
     if (sr_psn_lt(from, w->first_psn))
@@ -285,7 +396,7 @@ static uint32_t holes_of(struct sr_qp *qp, const struct sr_readsel_map *m, const
         while (sr_psn_lt(p, limit) && !sr_readsel_map_has(m, p))
             p = sr_psn_add(p, 1);
         if (!dry)
-            send_hole(qp, w, h, (uint32_t)sr_psn_diff(p, h));
+            send_hole(qp, m, w, h, (uint32_t)sr_psn_diff(p, h), lost_at);
         (*budget)--;
     }
     return p;
@@ -293,7 +404,8 @@ static uint32_t holes_of(struct sr_qp *qp, const struct sr_readsel_map *m, const
 
 /* Walks the READs sent with PSNs in [from, limit) and asks for their
  * holes (dry: only counts them). Returns how many requests it made. */
-static int walk(struct sr_qp *qp, struct sr_readsel_map *m, uint32_t from, uint32_t limit, bool dry)
+static int walk(struct sr_qp *qp, struct sr_readsel_map *m, uint32_t from, uint32_t limit, bool dry,
+                uint64_t lost_at)
 {
     int budget = SR_READSEL_REQ_MAX;
     for (uint32_t i = qp->sq_head; i != qp->sq_tail && budget > 0; i++) {
@@ -306,7 +418,7 @@ static int walk(struct sr_qp *qp, struct sr_readsel_map *m, uint32_t from, uint3
             continue;
         if (!sr_psn_lt(w->first_psn, limit))
             break;
-        from = holes_of(qp, m, w, from, limit, &budget, dry);
+        from = holes_of(qp, m, w, from, limit, &budget, dry, lost_at);
     }
     if (!dry && sr_psn_lt(m->resent, from))
         m->resent = from;
@@ -332,6 +444,61 @@ static uint32_t all_limit(struct sr_qp *qp, const struct sr_readsel_map *m)
     return limit;
 }
 
+/* The reordering window: a hole counted lost by DupThresh or by an
+ * acknowledgement beyond it may only be late, as a response held in a
+ * queue is passed by every response sent meanwhile (hundreds at tens of
+ * Gb/s). RFC 8985 6.2's window, reo_mult quarters of the minimum round
+ * trip, at most SRTT, or the lateness learnt (time_late) and a quarter
+ * more. Not quarters of SRTT: SRTT carries the READs' own queue (a
+ * window of 64 KiB READs at 20 Gb/s is a millisecond), which is no
+ * measure of how late one response runs, and a hole waits out its
+ * window with every READ behind it. Within a sixteenth of the transport
+ * timer, and within SRTT once every WQE has left, for the reasons
+ * sack.c gives. Before the first RTT sample, the lateness learnt alone. */
+static uint64_t reo_wnd(const struct sr_qp *qp, const struct sr_readsel_map *m)
+{
+    uint64_t wnd = 0, cap = sr_timeout_ns(qp->attr.timeout) / 16;
+    if (qp->comp.rtt.valid) {
+        uint64_t srtt = qp->comp.rtt.srtt_ns;
+        uint64_t base = qp->comp.rtt.min_ns ? qp->comp.rtt.min_ns : srtt;
+        wnd = SR_MIN(m->reo_mult * (base / 4), srtt);
+        cap = SR_MAX(srtt / 4, cap);
+        if (qp->req.cur == qp->sq_tail)
+            cap = SR_MIN(cap, srtt);
+    }
+    /* the lateness learnt, with a quarter to spare */
+    if (m->reo_late_ns)
+        wnd = SR_MAX(wnd, m->reo_late_ns + m->reo_late_ns / 4);
+    return SR_MIN(wnd, cap);
+}
+
+/* Holes before limit count lost from now on: a new epoch, or, when every
+ * slot is taken, the newest one grows and is timed from now (its older
+ * holes wait a little longer, rather than the new ones too little). now
+ * | 1 so that 0 means none. */
+static void note_lost(struct sr_readsel_map *m, uint32_t limit, uint64_t now_ns)
+{
+    if (m->ep_n && !sr_psn_lt(m->ep_lim[m->ep_n - 1], limit))
+        return;
+    if (m->ep_n == SR_READSEL_EPOCHS) {
+        m->ep_lim[m->ep_n - 1] = limit;
+        m->ep_at[m->ep_n - 1] = now_ns | 1;
+        return;
+    }
+    m->ep_lim[m->ep_n] = limit;
+    m->ep_at[m->ep_n] = now_ns | 1;
+    m->ep_n++;
+}
+
+/* The probe timer comes due when the oldest epoch's window ends. */
+static void wait_lost(struct sr_qp *qp, uint64_t at)
+{
+    if (!qp->comp.probe_at || at < qp->comp.probe_at) {
+        qp->comp.probe_at = at;
+        sr_engine_activate(qp->eng, qp);
+    }
+}
+
 void sr_readsel_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
 {
     enum sr_qp_state s = qp->attr.qp_state;
@@ -342,12 +509,53 @@ void sr_readsel_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
         return;
     uint32_t limit = all ? all_limit(qp, m) : sr_readsel_map_lost_limit(m, m->dupthresh);
     uint32_t from = all ? m->lo : m->resent;
-    if (!sr_psn_lt(from, limit))
-        return;
-    if (walk(qp, m, from, limit, false)) {
-        sr_resp_ack_first(qp, SR_ACK_EV_REQUEST, now_ns); /* a held ACK travels with them */
-        sr_comp_probe_arm(qp, now_ns);
+    uint32_t due = 0;
+    uint64_t lost_at = now_ns;
+    if (all) {
+        m->ep_n = 0; /* a probe asks for every hole now */
+    } else {
+        if (!sr_psn_lt(from, limit)) {
+            /* the holes filled: the probe timer no longer waits for a
+             * window */
+            if (m->ep_n) {
+                m->ep_n = 0;
+                sr_comp_probe_arm(qp, now_ns);
+            }
+            return;
+        }
+        note_lost(m, limit, now_ns);
+        uint64_t wnd = reo_wnd(qp, m);
+        while (due < m->ep_n && (!wnd || now_ns >= m->ep_at[due] + wnd))
+            due++;
+        if (!due) {
+            wait_lost(qp, m->ep_at[0] + wnd);
+            return;
+        }
+        limit = m->ep_lim[due - 1];
+        lost_at = m->ep_at[due - 1]; /* the latest: a late sample errs short */
+        m->ep_n -= due;
+        memmove(m->ep_lim, m->ep_lim + due, m->ep_n * sizeof(m->ep_lim[0]));
+        memmove(m->ep_at, m->ep_at + due, m->ep_n * sizeof(m->ep_at[0]));
     }
+    bool sent = sr_psn_lt(from, limit) && walk(qp, m, from, limit, false, lost_at);
+    if (sent)
+        sr_resp_ack_first(qp, SR_ACK_EV_REQUEST, now_ns); /* a held ACK travels with them */
+    if (sent || !qp->comp.probe_at)
+        sr_comp_probe_arm(qp, now_ns); /* also after the timer fired for a window */
+    if (m->ep_n)
+        wait_lost(qp, m->ep_at[0] + reo_wnd(qp, m));
+}
+
+bool sr_readsel_lost_pending(struct sr_qp *qp)
+{
+    struct sr_readsel_map *m = qp_map(qp, false);
+    return m && m->ep_n && qp->eng->now_ns >= m->ep_at[0] + reo_wnd(qp, m);
+}
+
+uint64_t sr_readsel_lost_deadline(const struct sr_qp *qp)
+{
+    const struct sr_readsel_map *m = qp->comp.rs;
+    return m && m->ep_n ? m->ep_at[0] + reo_wnd(qp, m) : 0;
 }
 
 bool sr_readsel_probe_holes(struct sr_qp *qp)
@@ -355,7 +563,7 @@ bool sr_readsel_probe_holes(struct sr_qp *qp)
     if (!sr_readsel_on(qp))
         return false;
     struct sr_readsel_map *m = qp_map(qp, false);
-    return m && (m->cnt || m->evid_set) && walk(qp, m, m->lo, all_limit(qp, m), true);
+    return m && (m->cnt || m->evid_set) && walk(qp, m, m->lo, all_limit(qp, m), true, 0);
 }
 
 uint32_t sr_readsel_rerequest(struct sr_qp *qp, const struct sr_swqe *w, uint32_t psn)
@@ -367,9 +575,10 @@ uint32_t sr_readsel_rerequest(struct sr_qp *qp, const struct sr_swqe *w, uint32_
     if (!m || !sr_psn_lt(psn, qp->req.max_sent) || !sr_psn_lt(m->lo, end))
         return 0; /* a first request, or no response placed out of order yet */
     int budget = INT32_MAX;
-    uint32_t p = holes_of(qp, m, w, psn, end, &budget, false);
+    uint64_t now = qp->eng->now_ns;
+    uint32_t p = holes_of(qp, m, w, psn, end, &budget, false, now);
     if (sr_psn_lt(p, end))
-        send_hole(qp, w, p, (uint32_t)sr_psn_diff(end, p)); /* past the bitmap: all of it */
+        send_hole(qp, m, w, p, (uint32_t)sr_psn_diff(end, p), now); /* past the bitmap: all of it */
     return (uint32_t)sr_psn_diff(end, psn);
 }
 

@@ -37,6 +37,22 @@ enum { SR_READSEL_DUPTHRESH = 3, SR_READSEL_DUPTHRESH_MAX = 32 };
 /* Hole requests per call, so one response cannot make the requester
  * send a window's worth at once. */
 enum { SR_READSEL_REQ_MAX = 64 };
+/* Holes counted lost at different times, each waiting out its own
+ * reordering window (as sack.h's epochs). */
+enum { SR_READSEL_EPOCHS = 16 };
+/* The reordering window: reo_mult quarters of the minimum round trip,
+ * grown by one per round trip that shows a late response, up to a whole
+ * SRTT (RFC 8985 6.2). */
+enum { SR_READSEL_REO_MULT_MAX = 64 };
+/* Holes asked for again that are remembered, to time a late response. */
+enum { SR_READSEL_RR = 16 };
+
+/* A hole asked for again for the first time: [psn, psn + cnt), counted
+ * lost at lost_at; cnt 0: a free slot. */
+struct sr_readsel_rr {
+    uint32_t psn, cnt;
+    uint64_t lost_at;
+};
 
 /* ---- the bitmap, pure (PSN arithmetic only; unit-tested alone) ---- */
 struct sr_readsel_map {
@@ -48,7 +64,15 @@ struct sr_readsel_map {
     uint32_t evid;      /* responses were sent for every PSN before it (evid_set) */
     uint32_t dupthresh; /* later marks that make a hole lost */
     bool evid_set;
-    uint64_t bits[];
+    uint8_t reo_mult;      /* quarters of the minimum RTT in the reordering window, >= 1 */
+    uint64_t reo_grown_at; /* when reo_mult last grew; 0: never */
+    uint64_t reo_late_ns;  /* the latest a response asked for again turned up; 0: none */
+    uint32_t rr_next;      /* the rr slot the next hole asked for takes */
+    struct sr_readsel_rr rr[SR_READSEL_RR];
+    uint32_t ep_n; /* epochs waiting: holes before ep_lim[i] counted lost at ep_at[i] */
+    uint32_t ep_lim[SR_READSEL_EPOCHS];
+    uint64_t ep_at[SR_READSEL_EPOCHS];
+    uint64_t bits[]; /* cap bits of PSNs placed, then cap bits of PSNs asked for (readsel.c) */
 };
 
 struct sr_readsel_map *sr_readsel_map_new(uint32_t cap, uint32_t psn);
@@ -86,9 +110,14 @@ bool sr_readsel_beyond(struct sr_qp *qp, const struct sr_swqe *w, uint32_t acked
 /* The acknowledgement a READ with holes held up: every request before
  * *psn was executed by the responder. */
 bool sr_readsel_acked(struct sr_qp *qp, uint32_t *psn);
-/* Ask again for the holes that count as lost (all: every hole of a READ
- * sent, a probe's); the send pointer stays where it is. */
+/* Ask again for the holes that count as lost once they have counted
+ * lost for the reordering window (all: every hole of a READ sent, a
+ * probe's, at once); the send pointer stays where it is. */
 void sr_readsel_resend(struct sr_qp *qp, uint64_t now_ns, bool all);
+/* A hole's reordering window has run out (the probe timer came due for
+ * it, sr_comp_probe_arm), or when it will: 0 when none waits. */
+bool sr_readsel_lost_pending(struct sr_qp *qp);
+uint64_t sr_readsel_lost_deadline(const struct sr_qp *qp);
 /* The probe timeout passed: true when READ holes are known, which the
  * probe then asks for instead of resending the last packet. */
 bool sr_readsel_probe_holes(struct sr_qp *qp);

@@ -497,23 +497,7 @@ void sr_sack_rx(struct sr_qp *qp, const struct sr_pkt *pkt, struct sr_comp_next 
         }
     }
     if (added) {
-        /* RFC 8985 7.2: newly SACKed packets are deliveries, which rearm
-         * the probe timeout; a probe then fires only when nothing at all
-         * gets through, never in the middle of a recovery that the SACKs
-         * drive (it would resend holes still inside their reordering
-         * window), and never pushed past the transport timer, which runs
-         * on untouched. */
-        uint64_t was_at = qp->comp.probe_at;
-        uint8_t was_probes = qp->comp.probes;
-        qp->comp.probes = 0;
-        sr_comp_probe_arm(qp, e->now_ns);
-        if (was_at && (!qp->comp.probe_at || qp->comp.probe_at >= qp->comp.deadline)) {
-            /* later than the transport timer, whose expiry consumes a
-             * retry: the probe keeps its deadline (RFC 8985 7.2 caps the PTO
-             * at the RTO) */
-            qp->comp.probe_at = was_at;
-            qp->comp.probes = was_probes;
-        }
+        sr_comp_delivered(qp, e->now_ns); /* newly SACKed packets are deliveries */
         n->act |= SR_COMP_SACK;
     }
 }

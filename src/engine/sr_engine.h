@@ -475,6 +475,7 @@ struct sr_engine_stats {
     uint64_t read_ooo_placed; /* READ responses placed past a missing one */
     uint64_t read_rereqs;     /* READ requests for holes only */
     uint64_t read_rereq_psns; /* ... and the response PSNs they asked for */
+    uint64_t read_late;       /* holes asked for whose original response came after all */
     /* D-SACK (docs/WIRE.md): duplicates reported, reports received, and
      * the selective resends they proved spurious (each grows the
      * reordering window, sack.c) */
