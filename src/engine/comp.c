@@ -285,6 +285,7 @@ static void handle_read_resp(struct sr_qp *qp, const struct sr_pkt *pkt, uint64_
         e->stats.rx_drop_other++;
         return;
     }
+    sr_readsel_seen(qp, w, pkt);
     /* A response implicitly acknowledges everything sent before its
      * request (IBA 9.7.5.1.5). */
     bool moved = false;

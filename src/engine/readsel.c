@@ -205,27 +205,75 @@ static uint32_t resp_op(uint32_t idx, uint32_t n)
     return idx == n - 1 ? SR_OP_READ_RESP_LAST : SR_OP_READ_RESP_MIDDLE;
 }
 
-/* The first response for a hole asked for again: the original, which
- * was late rather than lost, or the answer. The opcode tells them apart
- * where they differ, as the responder answers the part asked for as a
- * READ of its own (a lone PSN with ONLY where the original was FIRST,
- * MIDDLE or LAST; a hole's first with FIRST where it was MIDDLE). For an
- * original, the time since its hole counted lost is how late responses
- * run, and the reordering window covers it from now on (RFC 8985 6.2
- * widens its window on such evidence; sack.c learns the same from
- * D-SACKs). Timing alone could not tell them apart: an answer queues
- * behind every response sent before it, from a minimum round trip to a
- * window of READs' worth. */
-static void time_late(struct sr_qp *qp, struct sr_readsel_map *m, const struct sr_swqe *w,
-                      uint32_t psn, uint32_t op)
+static int walk(struct sr_qp *qp, struct sr_readsel_map *m, uint32_t from, uint32_t limit, bool dry,
+                uint64_t lost_at, bool advance);
+static uint64_t reo_wnd(const struct sr_qp *qp, const struct sr_readsel_map *m);
+
+/* Hole requests made before a, whose answer came, with holes still
+ * open: the responder answers requests in order, so their requests or
+ * answers were lost (RFC 8985 6.3 resends a lost retransmission once a later one
+ * is shown delivered). Asked for again now rather than at a probe, which
+ * the deliveries of everything else keep pushing back. */
+static void lost_before(struct sr_qp *qp, struct sr_readsel_map *m, const struct sr_readsel_rr *a)
 {
+    struct sr_readsel_rr lost[SR_READSEL_RR];
+    uint32_t n = 0;
+    /* RFC 8985 6.3: lost once sent a reordering window before a request
+     * answered; the window at least a quarter of that answer's round
+     * trip (6.2's min_rtt / 4, the answer standing in for a sample that
+     * Karn's rule withholds here) */
+    uint64_t wnd = SR_MAX(reo_wnd(qp, m), (qp->eng->now_ns - a->req_at) / 4);
+    for (uint32_t k = 0; k < SR_READSEL_RR; k++) {
+        struct sr_readsel_rr *r = &m->rr[k];
+        if (r->cnt && (int32_t)(r->seq - a->seq) < 0 && r->req_at + wnd < a->req_at) {
+            lost[n++] = *r;
+            r->cnt = 0;
+        }
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t from = lost[k].psn;
+        if (sr_psn_lt(from, m->lo))
+            from = m->lo;
+        uint32_t end = sr_psn_add(lost[k].psn, lost[k].cnt);
+        if (!sr_psn_lt(from, end))
+            continue;
+        int made = walk(qp, m, from, end, false, qp->eng->now_ns, false);
+        qp->eng->stats.read_rereq_lost += (uint64_t)made;
+    }
+}
+
+/* A response for a hole asked for again: the original, which was late
+ * rather than lost, or the answer. The opcode tells them apart where they
+ * differ, as the responder answers the part asked for as a READ of its
+ * own (a lone PSN with ONLY where the original was FIRST, MIDDLE or LAST;
+ * a hole's first with FIRST where it was MIDDLE). For an original, the
+ * time since its hole counted lost is how late responses run, and the
+ * reordering window covers it from now on (RFC 8985 6.2 widens its
+ * window on such evidence; sack.c learns the same from D-SACKs); timing
+ * alone could not tell them apart, as an answer queues behind every
+ * response sent before it, from a minimum round trip to a window of
+ * READs' worth. An answer shows every earlier request answered
+ * (lost_before). Only the first response in a hole's range counts. */
+void sr_readsel_seen(struct sr_qp *qp, const struct sr_swqe *w, const struct sr_pkt *pkt)
+{
+    struct sr_readsel_map *m = qp->comp.rs;
+    if (!m || !sr_readsel_on(qp) || w->bulk)
+        return;
+    uint32_t psn = pkt->bth.psn, op = SR_OPCODE_OP(pkt->bth.opcode);
+    if (sr_psn_lt(psn, m->lo) || (uint32_t)sr_psn_diff(psn, m->lo) >= m->cap || !asked_test(m, psn))
+        return; /* never asked for again: the common case, one bit */
     for (uint32_t k = 0; k < SR_READSEL_RR; k++) {
         struct sr_readsel_rr *r = &m->rr[k];
         uint32_t j = (uint32_t)sr_psn_diff(psn, r->psn);
         if (!r->cnt || j >= r->cnt)
             continue;
         uint32_t orig = resp_op((uint32_t)sr_psn_diff(psn, w->first_psn), w->npkts);
-        if (op == orig && orig != resp_op(j, r->cnt)) {
+        uint32_t ans = resp_op(j, r->cnt);
+        struct sr_readsel_rr a = *r;
+        r->cnt = 0;
+        if (orig == ans)
+            return; /* either: no evidence */
+        if (op == orig && r->timed) {
             /* RFC 8985 6.2 bounds the window by SRTT: a copy later than
              * that is a request the responder saw twice and executed
              * again, not the network's reordering */
@@ -235,8 +283,9 @@ static void time_late(struct sr_qp *qp, struct sr_readsel_map *m, const struct s
             if (late > m->reo_late_ns)
                 m->reo_late_ns = late;
             qp->eng->stats.read_late++;
+        } else if (op == ans && j == 0) {
+            lost_before(qp, m, &a);
         }
-        r->cnt = 0; /* one sample per hole */
         return;
     }
 }
@@ -283,7 +332,6 @@ void sr_readsel_rx(struct sr_qp *qp, struct sr_swqe *w, const struct sr_pkt *pkt
         e->stats.rx_drop_other++;
         return;
     }
-    time_late(qp, m, w, psn, SR_OPCODE_OP(pkt->bth.opcode));
     /* A scatter that fails here leaves the PSN unmarked: it is asked for
      * again and fails the WQE in order, as an in-order one does. */
     if (!sr_sge_scatter(e, qp->pd, w->wr.sg_list, w->wr.num_sge, off, pkt->payload,
@@ -338,7 +386,14 @@ static void send_hole(struct sr_qp *qp, struct sr_readsel_map *m, const struct s
 {
     struct sr_engine *e = qp->eng;
     /* A hole any of whose PSNs were asked for before is not timed: a
-     * copy may answer the earlier request. */
+     * copy may answer the earlier request, which is forgotten (its answer
+     * would no longer show the requests before it answered). */
+    for (uint32_t k = 0; k < SR_READSEL_RR; k++) {
+        struct sr_readsel_rr *o = &m->rr[k];
+        if (o->cnt && sr_psn_lt(o->psn, sr_psn_add(psn, cnt)) &&
+            sr_psn_lt(psn, sr_psn_add(o->psn, o->cnt)))
+            o->cnt = 0;
+    }
     bool again = false;
     for (uint32_t k = 0; k < cnt; k++) {
         uint32_t q = sr_psn_add(psn, k);
@@ -348,7 +403,12 @@ static void send_hole(struct sr_qp *qp, struct sr_readsel_map *m, const struct s
         asked_set(m, q);
     }
     struct sr_readsel_rr *r = &m->rr[m->rr_next++ % SR_READSEL_RR];
-    *r = (struct sr_readsel_rr){.psn = psn, .cnt = again ? 0 : cnt, .lost_at = lost_at};
+    *r = (struct sr_readsel_rr){.psn = psn,
+                                .cnt = cnt,
+                                .seq = ++m->rr_seq,
+                                .lost_at = lost_at,
+                                .req_at = e->now_ns,
+                                .timed = !again};
     uint32_t pmtu = sr_qp_pmtu(qp);
     uint32_t idx = (uint32_t)sr_psn_diff(psn, w->first_psn);
     uint32_t off = idx * pmtu;
@@ -362,10 +422,13 @@ static void send_hole(struct sr_qp *qp, struct sr_readsel_map *m, const struct s
     if (e->cfg.sack)
         p.bth.resv7 = SR_BTH_RESV7_SACK; /* as every request of this requester (req.c) */
     p.reth = (struct sr_reth){.va = w->wr.remote_addr + off, .rkey = w->wr.rkey, .dma_len = len};
-    /* Karn: the READ being timed, if this is it, may now be answered by
-     * either request; another READ's sample stands */
-    if (qp->comp.rtt_psn == sr_psn_add(w->first_psn, w->npkts - 1))
-        qp->comp.rtt_timing = false;
+    /* Karn: the READ being timed may now be answered by either request.
+     * Any hole request ends the sample, not only one of the timed READ:
+     * a READ timed while holes are repaired measures their queue (a
+     * window of READs, a millisecond at 20 Gb/s), and a probe timeout
+     * of twice that leaves lost repairs waiting, which at high loss
+     * costs READ goodput (docs/RELIABILITY.md). */
+    qp->comp.rtt_timing = false;
     e->stats.retransmits++;
     e->stats.read_rereqs++;
     e->stats.read_rereq_psns += cnt;
@@ -405,7 +468,7 @@ static uint32_t holes_of(struct sr_qp *qp, struct sr_readsel_map *m, const struc
 /* Walks the READs sent with PSNs in [from, limit) and asks for their
  * holes (dry: only counts them). Returns how many requests it made. */
 static int walk(struct sr_qp *qp, struct sr_readsel_map *m, uint32_t from, uint32_t limit, bool dry,
-                uint64_t lost_at)
+                uint64_t lost_at, bool advance)
 {
     int budget = SR_READSEL_REQ_MAX;
     for (uint32_t i = qp->sq_head; i != qp->sq_tail && budget > 0; i++) {
@@ -420,7 +483,7 @@ static int walk(struct sr_qp *qp, struct sr_readsel_map *m, uint32_t from, uint3
             break;
         from = holes_of(qp, m, w, from, limit, &budget, dry, lost_at);
     }
-    if (!dry && sr_psn_lt(m->resent, from))
+    if (!dry && advance && sr_psn_lt(m->resent, from))
         m->resent = from;
     return SR_READSEL_REQ_MAX - budget;
 }
@@ -537,7 +600,7 @@ void sr_readsel_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
         memmove(m->ep_lim, m->ep_lim + due, m->ep_n * sizeof(m->ep_lim[0]));
         memmove(m->ep_at, m->ep_at + due, m->ep_n * sizeof(m->ep_at[0]));
     }
-    bool sent = sr_psn_lt(from, limit) && walk(qp, m, from, limit, false, lost_at);
+    bool sent = sr_psn_lt(from, limit) && walk(qp, m, from, limit, false, lost_at, true);
     if (sent)
         sr_resp_ack_first(qp, SR_ACK_EV_REQUEST, now_ns); /* a held ACK travels with them */
     if (sent || !qp->comp.probe_at)
@@ -563,7 +626,7 @@ bool sr_readsel_probe_holes(struct sr_qp *qp)
     if (!sr_readsel_on(qp))
         return false;
     struct sr_readsel_map *m = qp_map(qp, false);
-    return m && (m->cnt || m->evid_set) && walk(qp, m, m->lo, all_limit(qp, m), true, 0);
+    return m && (m->cnt || m->evid_set) && walk(qp, m, m->lo, all_limit(qp, m), true, 0, false);
 }
 
 uint32_t sr_readsel_rerequest(struct sr_qp *qp, const struct sr_swqe *w, uint32_t psn)

@@ -45,13 +45,15 @@ enum { SR_READSEL_EPOCHS = 16 };
  * SRTT (RFC 8985 6.2). */
 enum { SR_READSEL_REO_MULT_MAX = 64 };
 /* Holes asked for again that are remembered, to time a late response. */
-enum { SR_READSEL_RR = 16 };
+enum { SR_READSEL_RR = 128 };
 
-/* A hole asked for again for the first time: [psn, psn + cnt), counted
- * lost at lost_at; cnt 0: a free slot. */
+/* A hole asked for again: [psn, psn + cnt), counted lost at lost_at,
+ * asked for at req_at, the seq-th request; timed: its PSNs asked for the first time; cnt 0: a
+ * free slot. */
 struct sr_readsel_rr {
-    uint32_t psn, cnt;
-    uint64_t lost_at;
+    uint32_t psn, cnt, seq;
+    uint64_t lost_at, req_at;
+    bool timed;
 };
 
 /* ---- the bitmap, pure (PSN arithmetic only; unit-tested alone) ---- */
@@ -68,6 +70,7 @@ struct sr_readsel_map {
     uint64_t reo_grown_at; /* when reo_mult last grew; 0: never */
     uint64_t reo_late_ns;  /* the latest a response asked for again turned up; 0: none */
     uint32_t rr_next;      /* the rr slot the next hole asked for takes */
+    uint32_t rr_seq;       /* hole requests made */
     struct sr_readsel_rr rr[SR_READSEL_RR];
     uint32_t ep_n; /* epochs waiting: holes before ep_lim[i] counted lost at ep_at[i] */
     uint32_t ep_lim[SR_READSEL_EPOCHS];
@@ -98,6 +101,9 @@ bool sr_readsel_op_ok(const struct sr_swqe *w, uint32_t idx, uint32_t op, bool s
  * asked for (n: SR_COMP_READSEL). */
 void sr_readsel_rx(struct sr_qp *qp, struct sr_swqe *w, const struct sr_pkt *pkt,
                    struct sr_comp_next *n);
+/* Any response for READ w, before it is placed: times late originals and
+ * finds hole requests lost (readsel.c). */
+void sr_readsel_seen(struct sr_qp *qp, const struct sr_swqe *w, const struct sr_pkt *pkt);
 /* The response at psn is placed already (comp.c moves comp.psn over it). */
 bool sr_readsel_has(struct sr_qp *qp, uint32_t psn);
 /* An acknowledgement shows that the responder executed every request

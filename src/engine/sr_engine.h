@@ -476,6 +476,7 @@ struct sr_engine_stats {
     uint64_t read_rereqs;     /* READ requests for holes only */
     uint64_t read_rereq_psns; /* ... and the response PSNs they asked for */
     uint64_t read_late;       /* holes asked for whose original response came after all */
+    uint64_t read_rereq_lost; /* hole requests made again: a later one was answered first */
     /* D-SACK (docs/WIRE.md): duplicates reported, reports received, and
      * the selective resends they proved spurious (each grows the
      * reordering window, sack.c) */

@@ -364,9 +364,10 @@ static void print_stats(struct sv_device *dev)
             (unsigned long long)e.ack_holds_sent, (unsigned long long)e.ack_holds_rcvd);
     fprintf(stderr,
             "softrdma: stats-readsel read_ooo_placed=%llu read_rereqs=%llu read_rereq_psns=%llu "
-            "read_late=%llu\n",
+            "read_late=%llu read_rereq_lost=%llu\n",
             (unsigned long long)e.read_ooo_placed, (unsigned long long)e.read_rereqs,
-            (unsigned long long)e.read_rereq_psns, (unsigned long long)e.read_late);
+            (unsigned long long)e.read_rereq_psns, (unsigned long long)e.read_late,
+            (unsigned long long)e.read_rereq_lost);
     fprintf(stderr, "softrdma: stats-dsack dsacks_sent=%llu dsacks_rcvd=%llu sack_spurious=%llu\n",
             (unsigned long long)e.dsacks_sent, (unsigned long long)e.dsacks_rcvd,
             (unsigned long long)e.sack_spurious);

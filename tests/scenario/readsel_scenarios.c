@@ -10,6 +10,7 @@
  *   - several holes in one READ, with reordering, at MTU 1024;
  *   - responses held far longer than DupThresh packet times yet within
  *     the round trip: asked for again only until the window learns;
+ *   - hole requests lost, asked for again once a later one is answered;
  *   - holes on both sides of the PSN wrap;
  *   - READs interleaved with WRITEs and FETCH_ADDs;
  *   - late copies of responses after their WQE completed and the
@@ -59,12 +60,16 @@ struct rfilt {
     uint64_t reorder_ns;
     bool dup_late;  /* every response copied, the copy 2 ms later */
     bool dup_rereq; /* every READ request after the first orig_reqs is duplicated */
+    uint32_t
+        lose_rereq; /* every lose_rereq-th hole request (a READ request inside a READ) is lost */
+    uint32_t psn0, per; /* set by reads_row: the first READ's PSN, PSNs per READ */
+    uint64_t rereq_sent;
     uint64_t orig_reqs;
     uint32_t wrap_lo, wrap_hi; /* first copies with psn in [lo, hi) (mod 2^24) lost too */
     /* check: at most this share of the held responses asked for; 0: all */
     double held_share;
     /* seen */
-    uint64_t resp_sent, resp_dropped, resp_delayed, req_sent;
+    uint64_t resp_sent, resp_dropped, resp_delayed, req_sent, rereq_lost;
 };
 
 static bool in_range(uint32_t psn, uint32_t lo, uint32_t hi)
@@ -81,6 +86,11 @@ static void filt(struct scn *s, const struct scn_pkt_info *pi, struct scn_verdic
         if (f->dup_rereq && f->req_sent > f->orig_reqs) {
             v->dup = true;
             v->dup_delay_ns = 3000;
+        }
+        if (f->lose_rereq && f->per && (uint32_t)sr_psn_diff(pi->psn, f->psn0) % f->per != 0 &&
+            ++f->rereq_sent % f->lose_rereq == 0) {
+            v->drop = true;
+            f->rereq_lost++;
         }
         return;
     }
@@ -146,19 +156,30 @@ static void check_selective(struct scn *s, const struct rfilt *f, uint64_t resp_
     if (getenv("READSEL_SCN_VERBOSE"))
         fprintf(stderr,
                 "placed %llu rereqs %llu psns %llu dropped %llu sent %llu base %llu delayed %llu "
-                "probes %llu timeouts %llu late %llu\n",
+                "probes %llu timeouts %llu late %llu lost-again %llu\n",
                 (unsigned long long)st.read_ooo_placed, (unsigned long long)st.read_rereqs,
                 (unsigned long long)st.read_rereq_psns, (unsigned long long)f->resp_dropped,
                 (unsigned long long)f->resp_sent, (unsigned long long)resp_pkts,
                 (unsigned long long)f->resp_delayed, (unsigned long long)st.probes,
-                (unsigned long long)st.timeouts, (unsigned long long)st.read_late);
+                (unsigned long long)st.timeouts, (unsigned long long)st.read_late,
+                (unsigned long long)st.read_rereq_lost);
+    if (getenv("READSEL_SCN_VERBOSE") && f->lose_rereq)
+        fprintf(stderr, "hole requests lost on the wire %llu\n", (unsigned long long)f->rereq_lost);
     SR_CHECK(f->resp_dropped > 0);
     SR_CHECK(st.read_ooo_placed > 0);
     SR_CHECK(st.read_rereq_psns >= f->resp_dropped);
     double share = f->held_share > 0 ? f->held_share : 1;
     SR_CHECK(st.read_rereq_psns <=
-             2 * f->resp_dropped + (uint64_t)(share * (double)f->resp_delayed));
+             2 * f->resp_dropped + (uint64_t)(share * (double)f->resp_delayed) + 2 * f->rereq_lost);
     SR_CHECK(f->resp_sent <= resp_pkts + 3 * f->resp_dropped + 2 * f->resp_delayed);
+    if (f->lose_rereq) {
+        /* a lost hole request is asked for again once a later one is
+         * answered (the responder answers in order), not after a probe
+         * timeout */
+        SR_CHECK(f->rereq_lost > 0);
+        SR_CHECK(st.probes * 8 <= f->rereq_lost);
+        SR_CHECK_EQ(st.timeouts, 0);
+    }
 }
 
 /* n READs of len bytes each, node 1's SRC + i*len into node 0's i*len,
@@ -178,6 +199,8 @@ static void reads_row(const char *name, uint64_t seed, uint32_t n, uint32_t len,
                                     .filter = filt,
                                     .filter_arg = f});
     f->orig_reqs = n;
+    f->psn0 = psn;
+    f->per = (len + 1023) / 1024;
     uint8_t *before = scn_snapshot(&s, 0);
     enum sr_wc_opcode ops[64];
     uint32_t lens[64];
@@ -224,6 +247,17 @@ static void test_held_within_rtt(void)
         struct rfilt f = {
             .mod = 101, .rem = 7, .reorder = 0.03, .reorder_ns = 100000, .held_share = 0.3};
         reads_row("responses held within the round trip", seed, 32, 64 * KIB, 3000, &f);
+    }
+}
+
+/* Every third hole request lost on the wire: the responder answers
+ * requests in order, so an answer to a later one shows it lost (RFC 8985
+ * 6.3), and it is asked for again then, not at a probe timeout. */
+static void test_hole_requests_lost(void)
+{
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        struct rfilt f = {.mod = 37, .rem = 5, .lose_rereq = 3};
+        reads_row("hole requests lost", seed, 32, 64 * KIB, 9000, &f);
     }
 }
 
@@ -429,6 +463,7 @@ int main(int argc, char **argv)
     }
     SR_RUN(test_holes_reordered);
     SR_RUN(test_held_within_rtt);
+    SR_RUN(test_hole_requests_lost);
     SR_RUN(test_holes_across_wrap);
     SR_RUN(test_rerequest_answered_twice);
     SR_RUN(test_reads_with_writes_and_atomics);
