@@ -85,6 +85,14 @@ void sr_comp_probe_arm(struct sr_qp *qp, uint64_t now_ns)
     sr_engine_activate(qp->eng, qp);
 }
 
+void sr_comp_probe_by(struct sr_qp *qp, uint64_t at)
+{
+    if (!qp->comp.probe_at || at < qp->comp.probe_at) {
+        qp->comp.probe_at = at;
+        sr_engine_activate(qp->eng, qp);
+    }
+}
+
 void sr_comp_delivered(struct sr_qp *qp, uint64_t now_ns)
 {
     /* RFC 8985 7.2: deliveries rearm the probe timeout; a probe then
@@ -557,8 +565,7 @@ static void probe(struct sr_qp *qp, struct sr_comp_next *n)
         /* READ holes wait out a reordering window that grew since the
          * timer was set: a probe now would ask for responses still on
          * their way. The window's end asks for them (readsel.c). */
-        qp->comp.probe_at = rd;
-        sr_engine_activate(qp->eng, qp);
+        sr_comp_probe_by(qp, rd);
         return;
     }
     qp->eng->stats.probes++;

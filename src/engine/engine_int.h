@@ -456,6 +456,9 @@ void sr_comp_apply(struct sr_qp *qp, struct sr_comp_next n, uint64_t now_ns);
 void sr_comp_arm(struct sr_qp *qp, uint64_t now_ns);
 /* Something was sent: the probe is due a probe timeout from now. */
 void sr_comp_probe_arm(struct sr_qp *qp, uint64_t now_ns);
+/* The probe timer comes due no later than at: a lost hole's reordering
+ * window ends then (sack.c, readsel.c), and probe() asks for its resend. */
+void sr_comp_probe_by(struct sr_qp *qp, uint64_t at);
 /* Packets past a hole were delivered (SACKed, or READ responses placed):
  * the probe timeout starts again, within the transport timer. */
 void sr_comp_delivered(struct sr_qp *qp, uint64_t now_ns);

@@ -553,15 +553,6 @@ static void note_lost(struct sr_readsel_map *m, uint32_t limit, uint64_t now_ns)
     m->ep_n++;
 }
 
-/* The probe timer comes due when the oldest epoch's window ends. */
-static void wait_lost(struct sr_qp *qp, uint64_t at)
-{
-    if (!qp->comp.probe_at || at < qp->comp.probe_at) {
-        qp->comp.probe_at = at;
-        sr_engine_activate(qp->eng, qp);
-    }
-}
-
 void sr_readsel_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
 {
     enum sr_qp_state s = qp->attr.qp_state;
@@ -591,7 +582,7 @@ void sr_readsel_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
         while (due < m->ep_n && (!wnd || now_ns >= m->ep_at[due] + wnd))
             due++;
         if (!due) {
-            wait_lost(qp, m->ep_at[0] + wnd);
+            sr_comp_probe_by(qp, m->ep_at[0] + wnd);
             return;
         }
         limit = m->ep_lim[due - 1];
@@ -606,7 +597,7 @@ void sr_readsel_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
     if (sent || !qp->comp.probe_at)
         sr_comp_probe_arm(qp, now_ns); /* also after the timer fired for a window */
     if (m->ep_n)
-        wait_lost(qp, m->ep_at[0] + reo_wnd(qp, m));
+        sr_comp_probe_by(qp, m->ep_at[0] + reo_wnd(qp, m));
 }
 
 bool sr_readsel_lost_pending(struct sr_qp *qp)

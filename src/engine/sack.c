@@ -502,16 +502,6 @@ void sr_sack_rx(struct sr_qp *qp, const struct sr_pkt *pkt, struct sr_comp_next 
     }
 }
 
-/* The probe timer comes due no later than at, when a lost hole's
- * reordering window ends (comp.c then asks for sr_sack_resend). */
-static void wait_lost(struct sr_qp *qp, uint64_t at)
-{
-    if (!qp->comp.probe_at || at < qp->comp.probe_at) {
-        qp->comp.probe_at = at;
-        sr_engine_activate(qp->eng, qp);
-    }
-}
-
 /* Resends that were lost again go once more, as soon as a packet sent
  * after them is shown delivered (RFC 8985 6.3), rather than when the
  * probe timeout, which every SACK of new deliveries pushes back, finally
@@ -542,7 +532,7 @@ static bool resend_lost_resends(struct sr_qp *qp, struct sr_sack_sb *sb, uint64_
     if (sent || !qp->comp.probe_at)
         sr_comp_probe_arm(qp, now_ns); /* also after the timer fired for one */
     if (next_at)
-        wait_lost(qp, next_at);
+        sr_comp_probe_by(qp, next_at);
     return true;
 }
 
@@ -590,7 +580,7 @@ void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
         while (due < sb->ep_n && (!wnd || now_ns >= sb->ep_at[due] + wnd))
             due++;
         if (!due) {
-            wait_lost(qp, sb->ep_at[0] + wnd);
+            sr_comp_probe_by(qp, sb->ep_at[0] + wnd);
             return;
         }
         limit = sb->ep_lim[due - 1];
@@ -635,7 +625,7 @@ void sr_sack_resend(struct sr_qp *qp, uint64_t now_ns, bool all)
     if (sent || !qp->comp.probe_at)
         sr_comp_probe_arm(qp, now_ns);
     if (sb->ep_n)
-        wait_lost(qp, sb->ep_at[0] + reo_wnd(qp));
+        sr_comp_probe_by(qp, sb->ep_at[0] + reo_wnd(qp));
 }
 
 void sr_sack_acked(struct sr_qp *qp, uint64_t now_ns)
