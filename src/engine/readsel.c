@@ -27,8 +27,8 @@ static bool map_test(const struct sr_readsel_map *m, uint32_t psn)
 }
 
 /* The second half of bits[]: the PSNs asked for again since they were
- * first sent, so that time_late knows when a copy may answer an earlier
- * request. */
+ * first sent, so that sr_readsel_seen knows when a copy may answer an
+ * earlier request. */
 static uint64_t *asked_words(struct sr_readsel_map *m)
 {
     return m->bits + m->cap / 64;
@@ -211,9 +211,9 @@ static uint64_t reo_wnd(const struct sr_qp *qp, const struct sr_readsel_map *m);
 
 /* Hole requests made before a, whose answer came, with holes still
  * open: the responder answers requests in order, so their requests or
- * answers were lost (RFC 8985 6.3 resends a lost retransmission once a later one
- * is shown delivered). Asked for again now rather than at a probe, which
- * the deliveries of everything else keep pushing back. */
+ * answers were lost (RFC 8985 6.3 resends a lost retransmission once a
+ * later one is shown delivered). Asked for again now rather than at a
+ * probe, which the deliveries of everything else keep pushing back. */
 static void lost_before(struct sr_qp *qp, struct sr_readsel_map *m, const struct sr_readsel_rr *a)
 {
     struct sr_readsel_rr lost[SR_READSEL_RR];
@@ -256,8 +256,8 @@ static void lost_before(struct sr_qp *qp, struct sr_readsel_map *m, const struct
  * (lost_before). Only the first response in a hole's range counts. */
 void sr_readsel_seen(struct sr_qp *qp, const struct sr_swqe *w, const struct sr_pkt *pkt)
 {
-    struct sr_readsel_map *m = qp->comp.rs;
-    if (!m || !sr_readsel_on(qp) || w->bulk)
+    struct sr_readsel_map *m = qp->comp.rs; /* only with selective recovery on */
+    if (!m || w->bulk)
         return;
     uint32_t psn = pkt->bth.psn, op = SR_OPCODE_OP(pkt->bth.opcode);
     if (sr_psn_lt(psn, m->lo) || (uint32_t)sr_psn_diff(psn, m->lo) >= m->cap || !asked_test(m, psn))
@@ -273,7 +273,7 @@ void sr_readsel_seen(struct sr_qp *qp, const struct sr_swqe *w, const struct sr_
         r->cnt = 0;
         if (orig == ans)
             return; /* either: no evidence */
-        if (op == orig && r->timed) {
+        if (op == orig && a.timed) {
             /* RFC 8985 6.2 bounds the window by SRTT: a copy later than
              * that is a request the responder saw twice and executed
              * again, not the network's reordering */
@@ -316,9 +316,9 @@ void sr_readsel_rx(struct sr_qp *qp, struct sr_swqe *w, const struct sr_pkt *pkt
     if (sr_readsel_map_has(m, psn)) {
         /* A second copy of a response asked for again: the first was
          * late, not lost. Wait for one more later PSN and a quarter
-         * minimum RTT longer before counting a hole lost (RFC 8985 6.2 widens its
-         * reordering window on such evidence, as RFC 4653 raises
-         * DupThresh). */
+         * minimum RTT longer before counting a hole lost (RFC 8985 6.2
+         * widens its reordering window on such evidence, as RFC 4653
+         * raises DupThresh). */
         if (sr_psn_lt(psn, m->resent)) {
             if (m->dupthresh < SR_READSEL_DUPTHRESH_MAX)
                 m->dupthresh++;
@@ -511,8 +511,8 @@ static uint32_t all_limit(struct sr_qp *qp, const struct sr_readsel_map *m)
  * acknowledgement beyond it may only be late, as a response held in a
  * queue is passed by every response sent meanwhile (hundreds at tens of
  * Gb/s). RFC 8985 6.2's window, reo_mult quarters of the minimum round
- * trip, at most SRTT, or the lateness learnt (time_late) and a quarter
- * more. Not quarters of SRTT: SRTT carries the READs' own queue (a
+ * trip, at most SRTT, or the lateness learnt (sr_readsel_seen) and a
+ * quarter more. Not quarters of SRTT: SRTT carries the READs' own queue (a
  * window of 64 KiB READs at 20 Gb/s is a millisecond), which is no
  * measure of how late one response runs, and a hole waits out its
  * window with every READ behind it. Within a sixteenth of the transport

@@ -44,12 +44,13 @@ enum { SR_READSEL_EPOCHS = 16 };
  * grown by one per round trip that shows a late response, up to a whole
  * SRTT (RFC 8985 6.2). */
 enum { SR_READSEL_REO_MULT_MAX = 64 };
-/* Holes asked for again that are remembered, to time a late response. */
+/* Hole requests remembered, to time a late original and to find a
+ * request lost when a later one is answered first. */
 enum { SR_READSEL_RR = 128 };
 
 /* A hole asked for again: [psn, psn + cnt), counted lost at lost_at,
- * asked for at req_at, the seq-th request; timed: its PSNs asked for the first time; cnt 0: a
- * free slot. */
+ * asked for at req_at, the seq-th request; timed: its PSNs asked for the
+ * first time; cnt 0: a free slot. */
 struct sr_readsel_rr {
     uint32_t psn, cnt, seq;
     uint64_t lost_at, req_at;
